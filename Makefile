@@ -1,0 +1,43 @@
+# attn-course: `make lab` to learn, `make test` to check everything.
+# Both create the course environment in .venv first if it is missing or older than pyproject.toml.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.attn-course-installed
+# Extra arguments for JupyterLab, e.g. make lab LAB_ARGS="--no-browser --port=8899"
+LAB_ARGS ?=
+NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildcard solutions/*.ipynb)
+NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
+
+.PHONY: env lab test lint unit notebooks clean
+
+env: $(STAMP)
+
+# d2l 1.0.3 hard-pins numpy 1.23.5, matplotlib 3.7.2, pandas 2.0.3, scipy 1.10.1 and jupyter 1.0.0,
+# which do not build on current Pythons and would drag the stack back. So it is installed without
+# its dependencies; pyproject.toml lists what `import d2l.torch` really needs.
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "attn-course needs Python >= 3.10"'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --progress-bar off -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --progress-bar off --no-deps "d2l==1.0.3"
+	$(BIN)/python -c "import attn_course, d2l.torch, torch; print('attn-course environment ready: torch', torch.__version__)"
+	@touch $@
+
+lab: env
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
+
+lint: env
+	$(BIN)/ruff check .
+
+unit: env
+	$(BIN)/python -m pytest tests
+
+notebooks: env
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+
+test: lint unit notebooks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
