@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.attn-course-installed
 # Extra arguments for JupyterLab, e.g. make lab LAB_ARGS="--no-browser --port=8899"
 LAB_ARGS ?=
+# Jupyter refuses to run as root unless told to; containers and CI often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildcard solutions/*.ipynb)
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
@@ -26,7 +28,7 @@ $(STAMP): pyproject.toml Makefile
 	@touch $@
 
 lab: env
-	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 lint: env
 	$(BIN)/ruff check .

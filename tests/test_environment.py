@@ -1,0 +1,123 @@
+"""The course environment: what `make lab` / `make test` install is what the course declares."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject_requirements() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+
+
+def _environment_yml_requirements() -> set[str]:
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_lists = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert len(pip_lists) == 1, "environment.yml should have exactly one pip: section"
+    return {r for r in pip_lists[0] if not r.startswith("-")}
+
+
+def _strip_comment(req: str) -> str:
+    return req.split("#", 1)[0].strip()
+
+
+def test_environment_yml_lists_the_same_requirements_as_pyproject():
+    pyproject = {_strip_comment(r) for r in _pyproject_requirements()}
+    assert _environment_yml_requirements() == pyproject
+
+
+def test_environment_yml_pins_the_same_python_family_as_the_course():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "python=3.11" in env["dependencies"]
+    assert "--editable ." in next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+
+
+def test_d2l_torch_imports_with_current_numpy_and_pandas():
+    # d2l 1.0.3 pins numpy==1.23.5 and pandas==2.0.3; the course runs it on the current stack instead.
+    import numpy
+    import pandas
+
+    import d2l
+    import d2l.torch  # noqa: F401
+
+    assert d2l.__version__ == "1.0.3"
+    assert tuple(int(x) for x in numpy.__version__.split(".")[:2]) >= (1, 26)
+    assert tuple(int(x) for x in pandas.__version__.split(".")[:2]) >= (2, 1)
+
+
+def test_pip_check_reports_only_d2ls_own_pins():
+    """`pip check` is clean except for d2l 1.0.3's hard pins, the one known exception (README)."""
+    out = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    problems = [line for line in out.stdout.splitlines() if line.strip() and "No broken" not in line]
+    unexpected = [line for line in problems if not line.startswith("d2l 1.0.3 ")]
+    assert unexpected == [], f"pip check found problems beyond d2l's pins: {unexpected}"
+
+
+def test_environment_stamp_is_up_to_date_so_make_is_quick():
+    # `make -q env` exits 0 when the environment exists and nothing needs reinstalling.
+    if not (ROOT / ".venv" / ".attn-course-installed").exists():
+        pytest.skip("environment not created through the Makefile")
+    result = subprocess.run(["make", "-q", "env"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_make_lab_serves_jupyterlab_on_the_notebooks(tmp_path):
+    if not (ROOT / ".venv" / ".attn-course-installed").exists():
+        pytest.skip("environment not created through the Makefile")
+    port, token = _free_port(), "attn-course-test"
+    args = f"--no-browser --ServerApp.ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    proc = subprocess.Popen(
+        ["make", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline, listing = time.monotonic() + 90, None
+        while time.monotonic() < deadline and listing is None:
+            try:
+                with urllib.request.urlopen(f"{base}/api/contents/notebooks?token={token}", timeout=5) as r:
+                    listing = r.read().decode()
+            except OSError:
+                assert proc.poll() is None, "make lab exited before JupyterLab came up"
+                time.sleep(0.5)
+        assert listing is not None, "JupyterLab did not answer within 90 s"
+        for nb in sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb")):
+            assert nb in listing
+        with urllib.request.urlopen(f"{base}/lab?token={token}", timeout=10) as r:
+            assert r.status == 200 and "JupyterLab" in r.read().decode()
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the server's whole process group (make, jupyter and its kernels)."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
