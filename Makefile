@@ -37,7 +37,7 @@ unit: env
 	$(BIN)/python -m pytest tests
 
 notebooks: env
-	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+	$(if $(strip $(NOTEBOOKS)),$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
 
 test: lint unit notebooks
 
