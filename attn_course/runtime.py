@@ -24,6 +24,6 @@ def get_device(prefer: str | None = None) -> torch.device:
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch (CPU and CUDA); return a torch.Generator seeded the same way."""
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 - seeds the legacy global RNG that older code still draws from
     torch.manual_seed(seed)  # also seeds every CUDA device
     return torch.Generator().manual_seed(seed)

@@ -8,11 +8,11 @@ import socket
 import subprocess
 import sys
 import time
-import tomllib
 import urllib.request
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,11 +47,10 @@ def test_environment_yml_pins_the_same_python_family_as_the_course():
 
 def test_d2l_torch_imports_with_current_numpy_and_pandas():
     # d2l 1.0.3 pins numpy==1.23.5 and pandas==2.0.3; the course runs it on the current stack instead.
-    import numpy
-    import pandas
-
     import d2l
     import d2l.torch  # noqa: F401
+    import numpy
+    import pandas
 
     assert d2l.__version__ == "1.0.3"
     assert tuple(int(x) for x in numpy.__version__.split(".")[:2]) >= (1, 26)
