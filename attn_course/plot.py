@@ -1,0 +1,172 @@
+"""Static figures of attention: a token-labelled heatmap, with gold links and a highlighted decoder step.
+
+`heatmap` is the one figure the course draws everywhere: rows are decoder steps (target tokens), columns
+are source positions, a cell's colour is the weight that step gives that source word. It draws on the Axes
+you pass, or on a new Figure it returns (shown once when it is the last expression of a notebook cell; it
+is never left open in pyplot, so drawing many figures in a loop leaks nothing). The widgets in
+`attn_course.widgets` draw the same figure and send it to the browser as PNG bytes (`figure_to_png`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+Link = tuple[int, int]
+
+#: Colours the course uses for overlays: gold links and the highlighted decoder step.
+SURE_COLOR = "#1f77b4"
+POSSIBLE_COLOR = "#17becf"
+HIGHLIGHT_COLOR = "#2ca02c"
+
+
+def as_matrix(
+    weights: torch.Tensor | np.ndarray | Sequence[Sequence[float]], name: str = "weights"
+) -> np.ndarray:
+    """A finite 2-D float64 NumPy copy of an attention matrix (torch tensors are detached and moved to CPU).
+
+    weights: (num_steps, num_keys). Raises ValueError for other ranks or for NaN/inf entries.
+    """
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().to("cpu", torch.float64).numpy()
+    matrix = np.array(weights, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} has shape {matrix.shape}, expected (num_steps, num_keys)")
+    if not np.isfinite(matrix).all():
+        raise ValueError(f"{name} contains NaN or inf, expected finite attention weights")
+    return matrix
+
+
+def _check_tokens(name: str, tokens: Sequence[str], expected: int, what: str) -> list[str]:
+    if isinstance(tokens, str):
+        raise ValueError(f"{name} is a string, expected a list of tokens (e.g. sentence.split())")
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != expected:
+        raise ValueError(f"{name} has {len(tokens)} tokens, expected one per {what} = {expected}")
+    return tokens
+
+
+def _check_links(name: str, links: Iterable[Link], num_steps: int, num_keys: int) -> set[Link]:
+    result = set()
+    for link in links:
+        if not (isinstance(link, tuple) and len(link) == 2):
+            raise ValueError(f"{name} contains {link!r}, expected (src_index, tgt_index) pairs")
+        src_index, tgt_index = (int(i) for i in link)
+        if not (0 <= src_index < num_keys and 0 <= tgt_index < num_steps):
+            raise ValueError(
+                f"{name} contains the link {link}, outside the heatmap's (num_keys, num_steps) = "
+                f"({num_keys}, {num_steps}) grid"
+            )
+        result.add((src_index, tgt_index))
+    return result
+
+
+def new_figure(width: float, height: float, *, ncols: int = 1) -> tuple[Figure, list[Axes]]:
+    """A Figure with `ncols` side-by-side Axes, not registered with pyplot (nothing to close, nothing leaks).
+
+    For the widgets, which turn it into PNG bytes with `figure_to_png`.
+    """
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def figure_size(num_steps: int, num_keys: int) -> tuple[float, float]:
+    """A (width, height) in inches that keeps every token label of a (num_steps, num_keys) heatmap legible."""
+    width = min(max(0.42 * num_keys + 2.2, 3.8), 16.0)
+    height = min(max(0.36 * num_steps + 1.6, 2.8), 14.0)
+    return width, height
+
+
+def figure_to_png(fig: Figure, dpi: int = 90) -> bytes:
+    """The figure as PNG bytes (for an ipywidgets.Image, or to save without pyplot)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def heatmap(
+    weights: torch.Tensor | np.ndarray,
+    src_tokens: Sequence[str],
+    tgt_tokens: Sequence[str],
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    gold: Iterable[Link] | None = None,
+    possible: Iterable[Link] | None = None,
+    highlight_row: int | None = None,
+    cmap: str = "Reds",
+    vmin: float = 0.0,
+    vmax: float | None = 1.0,
+    colorbar: bool = True,
+    annotate: bool = False,
+    xlabel: str = "source (keys)",
+    ylabel: str = "target (decoder steps)",
+) -> Figure:
+    """Draw an attention matrix as a heatmap with the source tokens on the x axis and the target tokens on y.
+
+    weights: (num_steps, num_keys) tensor or array; row t is decoder step t's attention over the source.
+    src_tokens: num_keys labels (include "<eos>" if the matrix has an <eos> column).
+    tgt_tokens: num_steps labels, the token each step produced (or was fed, if you label rows that way).
+    gold: sure gold links (src_index, tgt_index) into those token lists, drawn as solid boxes; possible:
+        possible-only links, drawn as dashed boxes (links in both are drawn as sure). A link is drawn at
+        row tgt_index, column src_index, so the rows must be labelled by the target words the links use.
+    highlight_row: a decoder step to outline (and whose label is set in bold).
+    vmin, vmax: the colour scale; the default [0, 1] makes matrices comparable (vmax=None: the matrix max).
+    annotate: write each weight in its cell (readable up to ~15 x 15).
+    ax: the Axes to draw on; if None a new Figure is made (not left open in pyplot).
+    Returns: the Figure drawn on.
+    """
+    matrix = as_matrix(weights)
+    num_steps, num_keys = matrix.shape
+    src_labels = _check_tokens("src_tokens", src_tokens, num_keys, "column of weights")
+    tgt_labels = _check_tokens("tgt_tokens", tgt_tokens, num_steps, "row of weights")
+    sure = _check_links("gold", gold or (), num_steps, num_keys)
+    maybe = _check_links("possible", possible or (), num_steps, num_keys) - sure
+    if highlight_row is not None and not 0 <= highlight_row < num_steps:
+        raise ValueError(
+            f"highlight_row is {highlight_row}, expected a row in [0, num_steps) = [0, {num_steps})"
+        )
+    if ax is None:
+        fig = plt.figure(figsize=figure_size(num_steps, num_keys), layout="constrained")
+        # Created through pyplot so a notebook's inline backend knows how to show it, then closed at once:
+        # the caller owns the only reference, and the figure shows exactly once when returned.
+        plt.close(fig)
+        ax = fig.add_subplot()
+    fig = ax.get_figure()
+
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(num_keys), src_labels, rotation=60, ha="right", rotation_mode="anchor")
+    ax.set_yticks(range(num_steps), tgt_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if colorbar:
+        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+    for links, style in ((sure, "-"), (maybe, "--")):
+        color = SURE_COLOR if style == "-" else POSSIBLE_COLOR
+        for src_index, tgt_index in links:
+            corner = (src_index - 0.4, tgt_index - 0.4)
+            ax.add_patch(Rectangle(corner, 0.8, 0.8, fill=False, lw=1.6, ls=style, ec=color))
+    if highlight_row is not None:
+        corner = (-0.5, highlight_row - 0.5)
+        ax.add_patch(Rectangle(corner, num_keys, 1, fill=False, lw=2.5, ec=HIGHLIGHT_COLOR, clip_on=False))
+        label = ax.get_yticklabels()[highlight_row]
+        label.set_fontweight("bold")
+        label.set_color(HIGHLIGHT_COLOR)
+    if annotate:
+        top = matrix.max() if vmax is None else vmax
+        for (row, col), value in np.ndenumerate(matrix):
+            color = "white" if value > 0.6 * top else "black"
+            ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
+    return fig
