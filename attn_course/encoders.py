@@ -91,6 +91,10 @@ class Encoder(nn.Module):
                 raise ValueError(f"{name}={value}, expected a positive integer")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout={dropout}, expected a probability in [0, 1)")
+        # The constructor's arguments, so a checkpoint can rebuild the module (attn_course.training).
+        self.hparams = {"vocab_size": vocab_size, "embed_size": embed_size, "num_hiddens": num_hiddens,
+                        "num_layers": num_layers, "cell": cell, "bidirectional": bidirectional,
+                        "dropout": dropout, "pad": pad, "dec_hiddens": dec_hiddens}
         self.cell, self.bidirectional, self.pad = cell, bidirectional, pad
         self.num_hiddens, self.num_layers = num_hiddens, num_layers
         self.num_directions = 2 if bidirectional else 1
@@ -104,7 +108,7 @@ class Encoder(nn.Module):
         self.bridge_cell = nn.Linear(self.enc_size, self.dec_hiddens) if cell == "lstm" else None
 
     def _bridge(self, final: Tensor, linear: nn.Linear) -> Tensor:
-        """(num_layers * num_directions, B, H) final states -> (num_layers, B, dec_hiddens) via tanh(W [→; ←])."""
+        """Final states (num_layers * num_directions, B, H) -> (num_layers, B, dec_hiddens): tanh(W[→; ←])."""
         batch_size = final.shape[1]
         # nn.GRU orders h_n as (layer0 fwd, layer0 bwd, layer1 fwd, ...): group the directions of each layer.
         final = final.view(self.num_layers, self.num_directions, batch_size, self.num_hiddens)
