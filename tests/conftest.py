@@ -7,6 +7,10 @@ import torch
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
+# Tests use tiny tensors: on a busy machine, waking a second intra-op thread for each op costs far more
+# than it saves (a float64 gradcheck of masked_softmax takes ~2 s with 2 threads, ~0.03 s with 1).
+torch.set_num_threads(1)
+
 
 @pytest.fixture(autouse=True)
 def _seeded() -> None:
