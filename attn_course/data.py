@@ -73,6 +73,15 @@ class Example:
             raise ValueError(f"sure links {missing} are missing from possible; expected sure ⊆ possible")
 
 
+def alignment_matrix(example: Example) -> torch.Tensor:
+    """The gold alignment as a (len(tgt), len(src)) float tensor: 1 for a sure link, 0.5 for a possible-only
+    link, 0 elsewhere. Rows are target tokens, like the rows of an attention map (decoder steps)."""
+    matrix = torch.zeros(len(example.tgt), len(example.src))
+    for i, j in example.possible:
+        matrix[j, i] = 1.0 if (i, j) in example.sure else 0.5
+    return matrix
+
+
 def _describe(value) -> str:
     text = repr(value)
     return f"{type(value).__name__} {text[:60]}{'…' if len(text) > 60 else ''}"
