@@ -32,11 +32,11 @@ def query_size_of(layer) -> int:
     return layer.query_size if layer.query_size is not None else KEY_SIZE
 
 
-def make_inputs(layer, batch_size=3, num_queries=2, num_keys=6, dtype=torch.float32, device="cpu", gen=None):
+def make_inputs(layer, batch_size=3, num_queries=2, num_keys=6, dtype=torch.float32, device="cpu"):
     """Random queries, keys, values for `layer`, and valid_lens (batch_size,) with one empty sequence."""
 
     def randn(*shape):
-        return torch.randn(*shape, generator=gen, dtype=dtype).to(device)
+        return torch.randn(*shape, dtype=dtype).to(device)
 
     queries = randn(batch_size, num_queries, query_size_of(layer))
     keys, values = randn(batch_size, num_keys, KEY_SIZE), randn(batch_size, num_keys, VALUE_SIZE)
@@ -300,6 +300,18 @@ def test_prepare_projects_the_keys_once_for_all_decoder_steps(name, key_projecti
     for step in range(5):
         layer.attend(queries[:, step : step + 1], memory)
     assert len(calls) == 1 and calls[0] is keys
+
+
+def test_d2l_additive_attention_reprojects_the_keys_at_every_step():
+    queries, keys, values = torch.randn(2, 5, 4), torch.randn(2, 6, 5), torch.randn(2, 6, 3)
+    valid_lens = torch.tensor([3, 6])
+    theirs = d2l.AdditiveAttention(NUM_HIDDENS, dropout=0.0)
+    theirs(queries[:, :1], keys, values, valid_lens)  # materialise the LazyLinear layers
+    calls = []
+    theirs.W_k.register_forward_hook(lambda module, args, output: calls.append(args[0]))
+    for step in range(5):
+        theirs(queries[:, step : step + 1], keys, values, valid_lens)
+    assert len(calls) == 5, "d2l's decoder loop pays for W_k(keys) once per target step"
 
 
 @pytest.mark.parametrize("name", LAYERS)
