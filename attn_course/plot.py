@@ -72,19 +72,67 @@ def _check_links(name: str, links: Iterable[Link], num_steps: int, num_keys: int
 def new_figure(width: float, height: float, *, ncols: int = 1) -> tuple[Figure, list[Axes]]:
     """A Figure with `ncols` side-by-side Axes, not registered with pyplot (nothing to close, nothing leaks).
 
-    For the widgets, which turn it into PNG bytes with `figure_to_png`.
+    For widgets, which turn it into PNG bytes with `figure_to_png`. Margins are fixed (no layout engine,
+    which would draw the figure twice): leave room for labels with `fig.subplots_adjust` if needed.
     """
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, ncols, squeeze=False)[0]
     return fig, list(axes)
 
 
-def figure_size(num_steps: int, num_keys: int) -> tuple[float, float]:
-    """A (width, height) in inches that keeps every token label of a (num_steps, num_keys) heatmap legible."""
-    width = min(max(0.42 * num_keys + 2.2, 3.8), 16.0)
-    height = min(max(0.36 * num_steps + 1.6, 2.8), 14.0)
-    return width, height
+# Inches per heatmap cell, per tick-label character (10 pt DejaVu Sans, with a margin), and the room a
+# colour bar and its label take to the right of a heatmap.
+CELL_WIDTH, CELL_HEIGHT, CHAR_WIDTH, COLORBAR_ROOM = 0.42, 0.36, 0.085, 1.05
+MAX_WIDTH, MAX_HEIGHT = 16.0, 14.0
+
+
+def heatmap_figure(
+    panels: Sequence[tuple[Sequence[str], Sequence[str]]],
+    *,
+    title_lines: int = 1,
+    colorbar: bool = True,
+    pyplot: bool = False,
+) -> tuple[Figure, list[Axes]]:
+    """A Figure with one Axes per heatmap, side by side, sized so that every token label fits.
+
+    panels: one (src_tokens, tgt_tokens) pair per heatmap (its x and y tick labels).
+    title_lines: the most lines a panel title has. colorbar: leave room for `heatmap`'s colour bar.
+    pyplot: create the figure through pyplot (then closed at once), so that a notebook's inline backend
+        shows it when it is returned; otherwise a bare Figure, for `figure_to_png`.
+    The layout is computed here, in inches, from the number and length of the labels: no layout engine,
+    so a figure is drawn once (a widget redraws on every slider move).
+    """
+    if not panels:
+        raise ValueError("panels is empty, expected one (src_tokens, tgt_tokens) pair per heatmap")
+    cell_w = min(CELL_WIDTH, 11.0 / max(len(src) for src, _ in panels) / len(panels))
+    cell_h = min(CELL_HEIGHT, 11.0 / max(len(tgt) for _, tgt in panels))
+    geometry = []  # per panel: (left margin, axes width) in inches
+    for src, tgt in panels:
+        left = 0.45 + CHAR_WIDTH * max((len(str(t)) for t in tgt), default=1)
+        geometry.append((left, max(cell_w * len(src), 1.2)))
+    right = COLORBAR_ROOM if colorbar else 0.25
+    bottom = 0.55 + 0.75 * CHAR_WIDTH * max((len(str(t)) for src, _ in panels for t in src), default=1)
+    top = 0.15 + 0.19 * max(title_lines, 1)
+    height = max(cell_h * len(tgt) for _, tgt in panels)
+    height = max(height, 1.0)
+    fig_w = sum(left + w + right for left, w in geometry)
+    fig_h = bottom + height + top
+    if pyplot:
+        fig = plt.figure(figsize=(fig_w, fig_h))
+        # Created through pyplot so the inline backend knows how to show it, then closed at once: the
+        # caller owns the only reference, and the figure shows exactly once when returned from a cell.
+        plt.close(fig)
+    else:
+        fig = Figure(figsize=(fig_w, fig_h))
+        FigureCanvasAgg(fig)
+    axes, x = [], 0.0
+    for (_, tgt), (left, w) in zip(panels, geometry, strict=True):
+        h = max(cell_h * len(tgt), 1.0)
+        rect = [(x + left) / fig_w, (bottom + height - h) / fig_h, w / fig_w, h / fig_h]
+        axes.append(fig.add_axes(rect))
+        x += left + w + right
+    return fig, axes
 
 
 def figure_to_png(fig: Figure, dpi: int = 90) -> bytes:
@@ -137,11 +185,10 @@ def heatmap(
             f"highlight_row is {highlight_row}, expected a row in [0, num_steps) = [0, {num_steps})"
         )
     if ax is None:
-        fig = plt.figure(figsize=figure_size(num_steps, num_keys), layout="constrained")
-        # Created through pyplot so a notebook's inline backend knows how to show it, then closed at once:
-        # the caller owns the only reference, and the figure shows exactly once when returned.
-        plt.close(fig)
-        ax = fig.add_subplot()
+        title_lines = 1 if title is None else title.count("\n") + 1
+        _, (ax,) = heatmap_figure(
+            [(src_labels, tgt_labels)], title_lines=title_lines, colorbar=colorbar, pyplot=True
+        )
     fig = ax.get_figure()
 
     image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
@@ -152,7 +199,10 @@ def heatmap(
     if title is not None:
         ax.set_title(title, fontsize=10)
     if colorbar:
-        fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+        # An inset 0.15 inch wide, 0.1 inch right of the heatmap: it takes no room from the heatmap.
+        ax_width = max(ax.get_position().width * fig.get_figwidth(), 1e-3)
+        cax = ax.inset_axes([1 + 0.1 / ax_width, 0.0, 0.15 / ax_width, 1.0])
+        fig.colorbar(image, cax=cax, label="attention weight")
     for links, style in ((sure, "-"), (maybe, "--")):
         color = SURE_COLOR if style == "-" else POSSIBLE_COLOR
         for src_index, tgt_index in links:

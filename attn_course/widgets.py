@@ -29,7 +29,7 @@ from attn_course.data import preprocess_fra_eng
 from attn_course.decoding import beam_search, greedy_decode
 from attn_course.masking import masked_softmax
 from attn_course.metrics import alignment_error_rate, attention_to_links
-from attn_course.plot import HIGHLIGHT_COLOR, figure_size, figure_to_png, heatmap, new_figure
+from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
 from attn_course.scoring import additive_scores, dot_scores, general_scores
 
 # ---------------------------------------------------------------------------------------------------------
@@ -226,6 +226,7 @@ class ScorePlayground:
 
     def _figure_png(self) -> bytes:
         fig, (plane, bars) = new_figure(10.0, 4.2, ncols=2)
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.92, wspace=0.25)
         chosen = self.weights[self.color_by.value]
         for i, (x, y) in enumerate(self.keys.tolist()):
             if self._is_padding(i):
@@ -607,22 +608,29 @@ class AttentionExplorer:
         )
 
     def _figure_png(self, step: int, temperature: float, show_gold: bool) -> bytes:
-        sizes = [figure_size(*v.weights.shape) for v in self.views]
-        width = sum(w for w, _ in sizes)
-        height = max(h for _, h in sizes) + 0.3
-        fig, axes = new_figure(width, height, ncols=len(self.views))
-        for ax, view, weights in zip(axes, self.views, self.shown_weights, strict=True):
+        titles, rows = [], []
+        for view, weights in zip(self.views, self.shown_weights, strict=True):
             row = step if step < len(view.tgt_tokens) else None
-            title = f"{view.name}"
+            lines = [view.name]
             if row is not None:
                 best = int(weights[row].argmax())
                 word, looked_at = view.tgt_tokens[row], view.src_tokens[best]
-                title += f': "{word}" looks at "{looked_at}" ({weights[row, best]:.2f})'
+                lines.append(f'"{word}" looks at "{looked_at}" ({weights[row, best]:.2f})')
             if temperature != 1.0:
-                title += f"\ntemperature {temperature:.2g}"
+                lines.append(f"temperature {temperature:.2g}")
             if show_gold and view.aer is not None:
-                shifted = " (boxes one row down: input convention)" if view.convention == "input" else ""
-                title += f"\ngold boxes, AER {view.aer:.2f}{shifted}"
+                lines.append(f"boxes: gold links, AER {view.aer:.2f}")
+                if view.convention == "input":
+                    lines.append("(one row down: input convention)")
+            titles.append("\n".join(lines))
+            rows.append(row)
+        fig, axes = heatmap_figure(
+            [(v.src_tokens, v.tgt_tokens) for v in self.views],
+            title_lines=max(t.count("\n") + 1 for t in titles),
+        )
+        for ax, view, weights, title, row in zip(
+            axes, self.views, self.shown_weights, titles, rows, strict=True
+        ):
             heatmap(
                 weights,
                 view.src_tokens,
