@@ -375,12 +375,13 @@ class _NP:
     """A noun phrase: determiner, at most one adjective on each side of the French noun, an optional "of"
     complement and an optional relative clause. `role`: "top", "of" or "inner" (inside a relative clause)."""
 
-    __slots__ = ("noun", "number", "det", "pre", "post", "of", "rel", "role", "avoid")
+    __slots__ = ("noun", "number", "det", "pre", "post", "of", "rel", "role", "avoid", "object_of")
 
     def __init__(self, noun: Noun, number: str, det: str, role: str):
         self.noun, self.number, self.det, self.role = noun, number, det, role
         self.pre = self.post = self.of = self.rel = None
         self.avoid = None  # the predicate adjective of this subject: "the black cat is black" is not made
+        self.object_of = None  # the main clause this NP is the direct object of
 
 
 class _Clause:
@@ -453,6 +454,7 @@ class _Grower:
         clause = _Clause(subj, verb)
         if group == "trans":
             clause.obj = self._np(_OBJECT_NOUNS[verb.en], "top", exclude=() if pronoun else (subj.noun,))
+            clause.obj.object_of = clause
         elif group == "motion":
             clause.comp = self._np(_COMPLEMENT_NOUNS[verb.en], "top", allow_some=False)
         return clause, cost
@@ -525,8 +527,11 @@ class _Grower:
                 moves.append((self._add_pp, clause))
                 weights.append(0.9)
             if clause.neg is None and clause.adv is None:
-                moves += ((self._negate, clause), (self._add_adverb, clause))
-                weights += (0.5, 0.25)
+                moves.append((self._add_adverb, clause))
+                weights.append(0.25)
+                if not _subjunctive_needed(clause.obj):
+                    moves.append((self._negate, clause))
+                    weights.append(0.5)
             if isinstance(clause.subj, Pronoun) and clause.verb is not BE:
                 moves.append((self._pronoun_to_np, clause))
                 weights.append(0.3)
@@ -539,7 +544,7 @@ class _Grower:
                 moves.append((self._add_adjective, np))
                 weights.append(0.35)
             if np.role == "top":
-                if room >= 2 and np.rel is None:
+                if room >= 2 and np.rel is None and not (np.object_of and np.object_of.neg and np.det == "a"):
                     moves.append((self._add_relative, np))
                     weights.append(0.6)
                 if room >= 3 and np.of is None:
@@ -614,6 +619,13 @@ class _Grower:
         if np.det in _POSSESSIVES:  # "my key of the teacher" is not English: the key of the teacher
             np.det = "the"
         return 3
+
+
+def _subjunctive_needed(obj: _NP | None) -> bool:
+    """Would negating the clause put a relative clause on a negative indefinite ("ne voit pas d'homme qui
+    *soit* petit")? That wants the subjunctive, which this grammar does not make: such clauses stay positive.
+    """
+    return obj is not None and obj.det == "a" and obj.rel is not None
 
 
 # (template, English tokens, weight); "pron" subjects are pronouns, "np" subjects noun phrases.
