@@ -1,0 +1,547 @@
+"""The exercise checks: solutions pass, untouched stubs are "not attempted", and known-wrong answers are
+rejected with a message that names the mistake (mutation tests). Also the learner-facing behaviour of
+check(), hint() and solution(), hidden cases, and the exercise/solution notebooks' correspondence."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from attn_course import checks
+from attn_course.masking import masked_softmax
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def learner_namespace(key: str) -> dict:
+    """What a learner's cell sees: the chapter's set-up imports."""
+    namespace: dict = {"__name__": "__main__"}
+    exec(checks.PREAMBLES[int(key[2 : key.index(".")])], namespace)
+    return namespace
+
+
+def define(key: str, source: str) -> object:
+    namespace = learner_namespace(key)
+    exec(source, namespace)
+    return namespace[checks.EXERCISES[key].name]
+
+
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_solution_passes_its_check(key: str) -> None:
+    exercise = checks.EXERCISES[key]
+    result = exercise.evaluate(define(key, exercise.solution_code))
+    assert result.passed, result.message
+    assert result.cases_passed == result.cases_total >= 3
+
+
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_untouched_stub_answers_not_attempted(key: str) -> None:
+    exercise = checks.EXERCISES[key]
+    assert "raise NotImplementedError" in exercise.stub_code
+    result = exercise.evaluate(define(key, exercise.stub_code))
+    assert result.status == checks.NOT_ATTEMPTED
+    assert not result.passed
+    assert exercise.marker in result.message
+
+
+# ------------------------------------------------------------------------------------------------
+# Mutants: known-wrong answers a learner might write, each with the words its rejection must contain.
+
+
+def keep_mask(valid_lens, num_queries, num_keys):
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    return (torch.arange(num_keys) < lens).expand(-1, num_queries, -1)
+
+
+def mask_d2l_in_place(X, valid_len, value=0):
+    mask = torch.arange(X.size(1))[None, :] < valid_len[:, None]
+    X[~mask] = value
+    return X
+
+
+def mask_keeps_one_too_many(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] <= valid_len[:, None]
+    return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def mask_last_axis(X, valid_len, value=0):
+    keep = torch.arange(X.shape[-1])[None, :] < valid_len[:, None]
+    return X.masked_fill(~keep.reshape(X.shape[0], *([1] * (X.dim() - 2)), X.shape[-1]), value)
+
+
+def mask_ignores_value(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X * keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))
+
+
+def mask_inverted(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X.masked_fill(keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def softmax_wrong_axis(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, -1e4), dim=1) * keep
+
+
+def softmax_no_mask(scores, valid_lens=None):
+    return F.softmax(scores.float(), dim=-1).to(scores.dtype)
+
+
+def softmax_d2l_fill(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(torch.where(keep, scores, torch.tensor(-1e6)), dim=-1)
+
+
+def softmax_neg_inf(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def softmax_then_zero(scores, valid_lens=None):
+    weights = F.softmax(scores, dim=-1)
+    if valid_lens is None:
+        return weights
+    return weights * keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+
+
+def softmax_fill_minus_1e6(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores.float(), dim=-1).to(scores.dtype)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, -1e6).float(), dim=-1).to(scores.dtype) * keep
+
+
+def softmax_float32_out(scores, valid_lens=None):
+    half = scores.dtype in (torch.float16, torch.bfloat16)
+    return masked_softmax(scores.float() if half else scores, valid_lens)
+
+
+def softmax_detached(scores, valid_lens=None):
+    return masked_softmax(scores.detach(), valid_lens)
+
+
+def attention(
+    queries,
+    keys,
+    values,
+    valid_lens=None,
+    *,
+    divisor=None,
+    dim=-1,
+    use_mask=True,
+    transposed=False,
+    weigh_keys=False,
+):
+    d = queries.shape[-1]
+    scores = (
+        torch.bmm(keys, queries.transpose(1, 2)) if transposed else torch.bmm(queries, keys.transpose(1, 2))
+    )
+    scores = scores / (math.sqrt(d) if divisor is None else divisor)
+    if dim == -1:
+        weights = masked_softmax(scores, valid_lens if use_mask else None)
+    else:
+        weights = softmax_wrong_axis(scores, valid_lens)
+    return torch.bmm(weights, keys if weigh_keys else values), weights
+
+
+def no_scaling(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, divisor=1.0)
+
+
+def divide_by_d(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, divisor=queries.shape[-1])
+
+
+def divide_by_num_keys(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, divisor=math.sqrt(keys.shape[1]))
+
+
+def attention_wrong_axis(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, dim=1)
+
+
+def attention_no_mask(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, use_mask=False)
+
+
+def attention_transposed(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, transposed=True)
+
+
+def attention_over_keys(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, weigh_keys=True)
+
+
+class AdditiveBase(nn.Module):
+    def __init__(self, key_size, query_size, num_hiddens):
+        super().__init__()
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def prepare(self, keys, values, valid_lens=None):
+        return self.W_k(keys), values, valid_lens
+
+    def features(self, queries, projected_keys):
+        return self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :]
+
+    def weights(self, scores, valid_lens):
+        return masked_softmax(scores, valid_lens)
+
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        weights = self.weights(
+            self.w_v(torch.tanh(self.features(queries, projected_keys))).squeeze(-1), valid_lens
+        )
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveProjectsEveryStep(AdditiveBase):
+    def prepare(self, keys, values, valid_lens=None):
+        return keys, values, valid_lens
+
+    def attend(self, queries, memory):
+        keys, values, valid_lens = memory
+        return super().attend(queries, (self.W_k(keys), values, valid_lens))
+
+
+class AdditiveNoTanh(AdditiveBase):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        weights = masked_softmax(self.w_v(self.features(queries, projected_keys)).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveTanhOutside(AdditiveBase):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        scores = torch.tanh(self.w_v(self.features(queries, projected_keys)).squeeze(-1))
+        weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveSwapped(AdditiveBase):
+    def prepare(self, keys, values, valid_lens=None):
+        return self.W_q(keys), values, valid_lens
+
+    def features(self, queries, projected_keys):
+        return self.W_k(queries)[:, :, None, :] + projected_keys[:, None, :, :]
+
+
+class AdditiveNoMask(AdditiveBase):
+    def weights(self, scores, valid_lens):
+        return F.softmax(scores, dim=-1)
+
+
+class AdditiveWrongAxis(AdditiveBase):
+    def weights(self, scores, valid_lens):
+        return softmax_wrong_axis(scores, valid_lens)
+
+
+class AdditiveNoBroadcast(AdditiveBase):
+    def features(self, queries, projected_keys):
+        return self.W_q(queries) + projected_keys
+
+
+def general_untransposed(queries, keys, W_a):
+    return torch.bmm(queries, (keys @ W_a).transpose(1, 2))
+
+
+def general_ignores_W_a(queries, keys, W_a):
+    return torch.bmm(queries, keys.transpose(1, 2))
+
+
+def general_scaled(queries, keys, W_a):
+    return torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)) / math.sqrt(queries.shape[-1])
+
+
+def general_softmaxed(queries, keys, W_a):
+    return F.softmax(torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)), dim=-1)
+
+
+def general_transposed(queries, keys, W_a):
+    return torch.bmm(keys @ W_a.T, queries.transpose(1, 2))
+
+
+def concat_pairs(queries, keys, key_first=False):
+    num_queries, num_keys = queries.shape[1], keys.shape[1]
+    q = queries[:, :, None, :].expand(-1, -1, num_keys, -1)
+    k = keys[:, None, :, :].expand(-1, num_queries, -1, -1)
+    return torch.cat([k, q] if key_first else [q, k], dim=-1)
+
+
+def concat_key_first(queries, keys, W_a, v_a):
+    return (torch.tanh(concat_pairs(queries, keys, key_first=True) @ W_a.T) @ v_a.T).squeeze(-1)
+
+
+def concat_no_tanh(queries, keys, W_a, v_a):
+    return (concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
+
+
+def concat_tanh_outside(queries, keys, W_a, v_a):
+    return torch.tanh(concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
+
+
+def concat_softmaxed(queries, keys, W_a, v_a):
+    return F.softmax((torch.tanh(concat_pairs(queries, keys) @ W_a.T) @ v_a.T).squeeze(-1), dim=-1)
+
+
+def concat_no_expand(queries, keys, W_a, v_a):
+    return (torch.tanh(torch.cat([queries[:, :, None], keys[:, None]], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
+
+
+MUTANTS = [
+    ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
+    ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
+    ("ch1.q1", mask_last_axis, "masked along the last axis"),
+    ("ch1.q1", mask_ignores_value, "`value` argument was ignored"),
+    ("ch1.q1", mask_inverted, "mask is inverted"),
+    ("ch1.q2", softmax_wrong_axis, "wrong axis"),
+    ("ch1.q2", softmax_no_mask, "mask is not applied"),
+    ("ch1.q2", softmax_d2l_fill, "came out uniform"),
+    ("ch1.q2", softmax_neg_inf, "came out NaN"),
+    ("ch1.q2", softmax_then_zero, "no longer sum to 1"),
+    ("ch1.q2", softmax_fill_minus_1e6, "-1e6 does not fit in float16"),
+    ("ch1.q2", softmax_float32_out, "return weights of the same dtype"),
+    ("ch1.q2", softmax_detached, "cuts the gradient"),
+    ("ch2.q1", no_scaling, "not scaled"),
+    ("ch2.q1", divide_by_d, "divided by d"),
+    ("ch2.q1", divide_by_num_keys, "sqrt(num_keys)"),
+    ("ch2.q1", attention_wrong_axis, "wrong axis"),
+    ("ch2.q1", attention_no_mask, "mask is not applied"),
+    ("ch2.q1", attention_transposed, "keys · queriesᵀ"),
+    ("ch2.q1", attention_over_keys, "must average the values"),
+    ("ch2.q2", AdditiveProjectsEveryStep, "projected again at every decoder step"),
+    ("ch2.q2", AdditiveNoTanh, "tanh is missing"),
+    ("ch2.q2", AdditiveTanhOutside, "tanh is applied after w_v"),
+    ("ch2.q2", AdditiveSwapped, "W_q and W_k are swapped"),
+    ("ch2.q2", AdditiveNoMask, "mask is not applied"),
+    ("ch2.q2", AdditiveWrongAxis, "wrong axis"),
+    ("ch2.q2", AdditiveNoBroadcast, "give them axes to broadcast over"),
+    ("ch2.q3", general_untransposed, "W_a is used untransposed"),
+    ("ch2.q3", general_ignores_W_a, "W_a is ignored"),
+    ("ch2.q3", general_scaled, "not scaled"),
+    ("ch2.q3", general_softmaxed, "returned softmax weights"),
+    ("ch2.q3", general_transposed, "scores are transposed"),
+    ("ch2.q4", concat_key_first, "You built [k; q]"),
+    ("ch2.q4", concat_no_tanh, "tanh is missing"),
+    ("ch2.q4", concat_tanh_outside, "tanh is applied after v_a"),
+    ("ch2.q4", concat_softmaxed, "returned softmax weights"),
+    ("ch2.q4", concat_no_expand, "torch.cat needs both halves shaped alike"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "mutant", "expected"), MUTANTS, ids=[f"{key}-{mutant.__name__}" for key, mutant, _ in MUTANTS]
+)
+def test_known_wrong_answer_is_rejected_with_its_hint(key: str, mutant: object, expected: str) -> None:
+    result = checks.EXERCISES[key].evaluate(mutant)
+    assert result.status == checks.FAILED
+    assert expected in result.message, result.message
+    assert "Traceback" not in result.message
+
+
+def test_every_exercise_has_at_least_three_mutants() -> None:
+    counts = {key: sum(k == key for k, _, _ in MUTANTS) for key in checks.EXERCISES}
+    assert min(counts.values()) >= 3, counts
+
+
+# ------------------------------------------------------------------------------------------------
+# What a learner sees
+
+
+def test_check_finds_the_answer_in_the_callers_namespace(capsys: pytest.CaptureFixture[str]) -> None:
+    q1 = checks.EXERCISES["ch1.q1"]
+    namespace = learner_namespace("ch1.q1")
+    exec(q1.solution_code, namespace)
+    namespace["q1"] = q1
+    exec("result = q1.check()", namespace)
+    assert namespace["result"].passed
+    assert "Correct" in capsys.readouterr().out  # outside IPython, display() prints the plain text
+
+
+def test_check_of_an_undefined_answer_says_which_cell_to_run(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace = {"q2": checks.EXERCISES["ch1.q2"]}
+    exec("result = q2.check()", namespace)
+    result = namespace["result"]
+    assert not result.passed
+    assert "`masked_softmax` is not defined yet" in result.message
+    assert "# EXERCISE ch1.q2" in capsys.readouterr().out
+
+
+def test_exception_is_summarised_with_the_learners_line() -> None:
+    def broken(X, valid_len, value=0):
+        length = X.shape[1]
+        return X[:, :length] / 0 + valid_len.undefined_attribute
+
+    result = checks.EXERCISES["ch1.q1"].evaluate(broken)
+    assert not result.passed
+    assert "AttributeError" in result.message
+    assert "`return X[:, :length] / 0 + valid_len.undefined_attribute`" in result.message
+    assert "Traceback" not in result.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        42,
+        None,
+        "masked_softmax",
+        lambda scores, valid_lens=None: None,
+        lambda scores, valid_lens=None: scores.numpy(),
+    ],
+)
+def test_check_never_raises_on_nonsense(answer: object, capsys: pytest.CaptureFixture[str]) -> None:
+    result = checks.EXERCISES["ch1.q2"].check(answer)
+    assert result.status == checks.FAILED
+    assert result.message
+    capsys.readouterr()
+
+
+def test_numpy_result_is_named_as_such() -> None:
+    result = checks.EXERCISES["ch1.q2"].evaluate(
+        lambda scores, valid_lens=None: F.softmax(scores, -1).numpy()
+    )
+    assert "numpy.ndarray" in result.message and "expected a torch.Tensor" in result.message
+
+
+def test_missing_return_is_reported_as_none() -> None:
+    result = checks.EXERCISES["ch1.q1"].evaluate(lambda X, valid_len, value=0: None)
+    assert "is None, expected a torch.Tensor" in result.message, result.message
+
+
+def test_the_packages_own_function_is_not_accepted_as_an_answer() -> None:
+    result = checks.EXERCISES["ch1.q2"].evaluate(masked_softmax)
+    assert not result.passed
+    assert "package's own" in result.message
+
+
+def test_a_library_not_implemented_error_is_an_error_not_a_missing_attempt() -> None:
+    def uses_sparse(X, valid_len, value=0):
+        return torch.empty(0).to_sparse().to_dense() @ X  # raises inside torch, not in the stub
+
+    result = checks.EXERCISES["ch1.q1"].evaluate(uses_sparse)
+    assert result.status == checks.FAILED
+
+
+def test_result_renders_html_and_plain_text() -> None:
+    result = checks.EXERCISES["ch1.q1"].evaluate(mask_inverted)
+    bundle = result._rich()._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("Incorrect (ch1.q1, sequence_mask):")
+    assert "#c62828" in bundle["text/html"] and "<code>" in bundle["text/html"]
+    assert str(result) == bundle["text/plain"]
+
+
+def test_hint_and_solution_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    q2 = checks.EXERCISES["ch1.q2"]
+    assert q2.hint() is None and q2.solution() is None
+    out = capsys.readouterr().out
+    assert "Hint" in out and "def masked_softmax" in out
+
+
+def test_inputs_are_not_shared_between_attempts() -> None:
+    exercise = checks.EXERCISES["ch1.q1"]
+    case = exercise.cases()[0]
+    before = case.inputs["X"].clone()
+    exercise.attempt(mask_d2l_in_place, case)
+    assert torch.equal(case.inputs["X"], before)
+
+
+# ------------------------------------------------------------------------------------------------
+# Hidden cases
+
+
+def test_hidden_seeds_and_cases_are_added_after_the_shipped_ones() -> None:
+    exercise = checks.EXERCISES["ch1.q2"]
+    shipped = exercise.cases()
+    hidden = {"seeds": [101], "cases": [{"batch_size": 4, "num_keys": 9, "dtype": "float64", "seed": 7}]}
+    cases = exercise.cases(hidden)
+    assert len(cases) == 2 * len(shipped) + 1
+    assert cases[-1].inputs["scores"].shape == (4, 3, 9)
+    assert not torch.equal(cases[len(shipped)].inputs["scores"], shipped[0].inputs["scores"])
+
+
+def test_hidden_cases_can_fail_an_answer_the_shipped_cases_pass() -> None:
+    def works_for_small_keys_only(scores, valid_lens=None):
+        weights = masked_softmax(scores, valid_lens)
+        return weights if scores.shape[-1] <= 6 else weights.flip(-1)
+
+    exercise = checks.EXERCISES["ch1.q2"]
+    assert exercise.evaluate(works_for_small_keys_only).passed
+    hidden = {"cases": [{"num_keys": 9, "seed": 5}]}
+    assert not exercise.evaluate(works_for_small_keys_only, hidden).passed
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [{"extra": 1}, {"seeds": ["x"]}, {"cases": [{"num_heads": 2}]}, {"cases": [{"valid_lens": [9, 9]}]}],
+)
+def test_malformed_hidden_inputs_are_refused(hidden: dict) -> None:
+    with pytest.raises(ValueError, match="ch1.q2"):
+        checks.EXERCISES["ch1.q2"].cases(hidden)
+
+
+# ------------------------------------------------------------------------------------------------
+# The notebooks
+
+
+def code_cells(path: Path) -> list[str]:
+    notebook = json.loads(path.read_text())
+    return ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+
+
+def all_cells(path: Path) -> list[tuple[str, str]]:
+    notebook = json.loads(path.read_text())
+    return [(c["cell_type"], "".join(c["source"])) for c in notebook["cells"]]
+
+
+EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("ex0*.ipynb"))
+
+
+def test_every_chapter_with_exercises_has_an_exercise_and_a_solution_notebook() -> None:
+    chapters = {int(p.name[2:4]) for p in EXERCISE_NOTEBOOKS}
+    assert chapters == set(checks.chapters())
+    for path in EXERCISE_NOTEBOOKS:
+        assert (ROOT / "solutions" / path.name).exists()
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
+def test_solution_notebook_is_the_exercise_notebook_with_the_stubs_filled_in(path: Path) -> None:
+    exercise_cells, solution_cells = all_cells(path), all_cells(ROOT / "solutions" / path.name)
+    assert len(exercise_cells) == len(solution_cells)
+    chapter = int(path.name[2:4])
+    found = []
+    for (kind, stub), (_, solution) in zip(exercise_cells, solution_cells, strict=True):
+        if kind == "code" and stub.startswith("# EXERCISE "):
+            exercise = checks.EXERCISES[stub.splitlines()[0].removeprefix("# EXERCISE ").strip()]
+            assert stub == f"{exercise.marker}\n{exercise.stub_code}".rstrip("\n")
+            assert solution == f"{exercise.marker}\n{exercise.solution_code}".rstrip("\n")
+            found.append(exercise)
+        else:
+            assert stub == solution
+    assert tuple(found) == checks.chapter(chapter)
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
+def test_set_up_cell_imports_the_graders_preamble_and_binds_every_question(path: Path) -> None:
+    chapter = int(path.name[2:4])
+    setup = code_cells(path)[0]
+    for line in checks.PREAMBLES[chapter].splitlines():
+        assert line in setup.splitlines()
+    names = ", ".join(f"q{i + 1}" for i in range(len(checks.chapter(chapter))))
+    assert f"{names} = checks.chapter({chapter})" in setup
+    for i in range(len(checks.chapter(chapter))):
+        assert f"q{i + 1}.check()" in code_cells(path)
