@@ -1,0 +1,289 @@
+"""Inference: batched greedy search and beam search, returning tokens and attention matrices.
+
+Both work on a padded batch of sentences of different lengths and stop each sentence at its own <eos>:
+finished sentences leave the batch (their rows are dropped from the decoder state), so they cost no more
+work. Every result carries the attention of each step, trimmed to the sentence's real source length.
+
+    hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
+    hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
+    translations = translate(model, ["the cat sleeps ."], src_vocab, tgt_vocab, beam_size=4)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from attn_course.encoders import check_tokens, check_valid_lens
+from attn_course.seq2seq import Seq2Seq
+
+LENGTH_NORMS = ("power", "gnmt")
+
+
+class Hypothesis(NamedTuple):
+    """One decoded sentence.
+
+    tokens:    generated token ids, without <bos> and <eos>.
+    attention: (T_i, S_i) float on the CPU, or None for a model without attention. Row t is the step that
+               predicted tokens[t] (Bahdanau's alpha_t, Luong's a_t); the last row is the <eos> step when
+               `finished`, so T_i = len(tokens) + finished. S_i is the sentence's real source length (its
+               <eos> included), so padding columns are cut.
+    score:     log p(tokens, <eos> | source) under the model (the <eos> term only when finished).
+    finished:  whether the sentence ended with <eos> (False: it hit max_len).
+    """
+
+    tokens: list[int]
+    attention: Tensor | None
+    score: float
+    finished: bool
+
+
+class Translation(NamedTuple):
+    """A translated sentence, as tokens: source (S_i tokens, <eos> included: the attention's columns),
+    target (without <eos>), attention (T_i, S_i) or None, score and finished as in Hypothesis."""
+
+    source: list[str]
+    target: list[str]
+    attention: Tensor | None
+    score: float
+    finished: bool
+
+
+def length_penalty(length: int, alpha: float, norm: str = "power") -> float:
+    """The divisor lp(L) of a hypothesis' log-probability in beam search: score / lp(L).
+
+    norm="power": lp(L) = L^alpha (d2l, sec. 10.8: (1/L^alpha) log P, alpha about 0.75);
+    norm="gnmt":  lp(L) = ((5 + L) / 6)^alpha (Wu et al. 2016, eq. 14).
+    L counts the generated tokens, <eos> included; alpha = 0 ranks by raw log-probability.
+    """
+    if norm == "power":
+        return float(length) ** alpha
+    if norm == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    raise ValueError(f"length_norm={norm!r}, expected one of {LENGTH_NORMS}")
+
+
+def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                  max_len: int | None) -> int:
+    """Validate the common arguments; return max_len (default 2 S + 10)."""
+    check_tokens("src", src)
+    check_valid_lens(src_valid_lens, src.shape[0], src.shape[1], "src_valid_lens")
+    vocab_size = model.decoder.vocab_size
+    for name, value in (("bos", bos), ("eos", eos)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab_size:
+            raise ValueError(f"{name}={value!r}, expected a token id in [0, {vocab_size})")
+    if max_len is None:
+        return 2 * src.shape[1] + 10
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len={max_len!r}, expected a positive int (the most tokens to generate)")
+    return max_len
+
+
+def _model_device(model: Seq2Seq) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _hypothesis(tokens: list[int], rows: Tensor | None, src_len: int, score: float, finished: bool
+                ) -> Hypothesis:
+    attention = None if rows is None else rows[:, :src_len].float().cpu()
+    return Hypothesis(tokens, attention, float(score), finished)
+
+
+@torch.no_grad()
+def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+                  max_len: int | None = None) -> list[Hypothesis]:
+    """Greedy search for a batch: at each step every unfinished sentence takes its most likely token.
+
+    src: (batch_size, S) long, right-padded; src_valid_lens: (batch_size,) long in [1, S].
+    max_len: the most tokens per sentence, <eos> included (default 2 S + 10).
+    Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos>.
+    """
+    max_len = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    was_training = model.training
+    model.eval()
+    try:
+        device = _model_device(model)
+        src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+        batch_size, num_keys = src.shape
+        state = model.decoder.init_state(model.encode(src, src_valid_lens))
+        has_attention = model.decoder.has_attention
+        tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
+        weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
+        scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
+        steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
+        active = torch.arange(batch_size, device=device)    # the sentences still being decoded
+        y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
+        for t in range(max_len):
+            logits, state, step_weights = model.decoder.step(y, state)
+            log_probs = F.log_softmax(logits.float(), dim=-1)
+            y = log_probs.argmax(-1)
+            tokens[active, t] = y
+            scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
+            if has_attention:
+                weights[active, t] = step_weights.float()
+            done = y == eos
+            if bool(done.any()):
+                steps[active[done]] = t + 1
+                keep = (~done).nonzero()[:, 0]
+                if keep.numel() == 0:
+                    break
+                active, y, state = active[keep], y[keep], state.index_select(keep)
+        return [_greedy_result(i, tokens, weights, scores, steps, src_valid_lens, eos)
+                for i in range(batch_size)]
+    finally:
+        model.train(was_training)
+
+
+def _greedy_result(i: int, tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
+                   src_valid_lens: Tensor, eos: int) -> Hypothesis:
+    num_steps = int(steps[i])
+    ids = tokens[i, :num_steps].tolist()
+    finished = ids[-1] == eos           # an unfinished sentence has no <eos> (it would have finished)
+    if finished:
+        ids = ids[:-1]
+    rows = None if weights is None else weights[i, :num_steps]
+    return _hypothesis(ids, rows, int(src_valid_lens[i]), float(scores[i]), finished)
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+                max_len: int | None = None, beam_size: int = 4, length_penalty_alpha: float = 0.75,
+                length_norm: str = "power") -> list[Hypothesis]:
+    """Beam search for a batch: keep the beam_size most likely prefixes of every sentence.
+
+    src: (batch_size, S) long, right-padded; src_valid_lens: (batch_size,) long in [1, S].
+    Each step extends every live prefix by every token and keeps, per sentence, the beam_size best
+    continuations that do not end in <eos>; a continuation ending in <eos> among the beam_size best
+    becomes a finished hypothesis. A sentence stops when it has beam_size finished hypotheses (or at
+    max_len, when its live prefixes join the candidates) and leaves the batch. The result is the
+    candidate with the best log P / lp(L), lp from `length_penalty` (alpha = length_penalty_alpha, L the
+    number of generated tokens with <eos>). beam_size=1 is exactly greedy search.
+    Returns one Hypothesis per sentence, in order.
+    """
+    max_len = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size={beam_size!r}, expected a positive int")
+    if length_norm not in LENGTH_NORMS:
+        raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
+    was_training = model.training
+    model.eval()
+    try:
+        return _beam_search(model, src, src_valid_lens, bos, eos, max_len, beam_size, length_penalty_alpha,
+                            length_norm)
+    finally:
+        model.train(was_training)
+
+
+def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int, max_len: int,
+                 K: int, alpha: float, norm: str) -> list[Hypothesis]:
+    device = _model_device(model)
+    src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+    batch_size, num_keys = src.shape
+    vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(batch_size, device=device).repeat_interleave(K))
+    # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
+    beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
+    beam_scores[:, 0] = 0.0                              # all K rows start equal: expand only the first
+    history = torch.empty(batch_size * K, 0, dtype=torch.long, device=device)
+    attention = torch.empty(batch_size * K, 0, num_keys, device=device) if has_attention else None
+    sentences = list(range(batch_size))                  # the sentences still in the batch, in row order
+    # Per sentence: candidates (normalised score, log-probability, tokens, attention rows, finished).
+    finished: list[list[tuple]] = [[] for _ in range(batch_size)]
+    y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
+    num_candidates = min(2 * K, K * vocab_size)
+    for t in range(max_len):
+        logits, state, step_weights = model.decoder.step(y, state)
+        n = len(sentences)
+        log_probs = F.log_softmax(logits.float(), dim=-1).double()
+        candidates = (beam_scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
+        top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
+        top_beam, top_token = top_index // vocab_size, top_index % vocab_size
+        rows = torch.arange(n, device=device)[:, None] * K + top_beam             # source rows (n, 2K)
+        if has_attention:
+            step_weights = step_weights.float()
+        is_eos = top_token == eos
+        # Finished hypotheses: <eos> continuations among the K best with a finite score.
+        hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero().tolist()
+        for b, c in hits:
+            row, score = int(rows[b, c]), float(top_scores[b, c])
+            rows_attn = None if attention is None else torch.cat([attention[row], step_weights[row][None]])
+            finished[sentences[b]].append(
+                (score / length_penalty(t + 1, alpha, norm), score, history[row].tolist(), rows_attn, True))
+        # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
+        order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
+        keep_rows = rows.gather(1, order).view(-1)
+        beam_scores = top_scores.gather(1, order)
+        history = torch.cat([history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
+        if attention is not None:
+            attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
+        state = state.index_select(keep_rows)
+        y = history[:, -1]
+        done = [len(finished[s]) >= K for s in sentences]
+        if t == max_len - 1:
+            done = [True] * n
+            for b, s in enumerate(sentences):                       # unfinished prefixes join the candidates
+                for k in range(K):
+                    score = float(beam_scores[b, k])
+                    if math.isfinite(score) and len(finished[s]) < K:
+                        row = b * K + k
+                        finished[s].append((score / length_penalty(t + 1, alpha, norm), score,
+                                            history[row].tolist(), None if attention is None
+                                            else attention[row], False))
+        if any(done):
+            keep = [b for b in range(n) if not done[b]]
+            if not keep:
+                break
+            index = torch.tensor(keep, device=device)
+            row_index = (index[:, None] * K + torch.arange(K, device=device)).view(-1)
+            sentences = [sentences[b] for b in keep]
+            beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
+            attention = None if attention is None else attention[row_index]
+            state = state.index_select(row_index)
+    results = []
+    for s in range(batch_size):
+        _, score, tokens, rows_attn, is_finished = max(finished[s], key=lambda h: h[0])
+        results.append(_hypothesis(tokens, rows_attn, int(src_valid_lens[s]), score, is_finished))
+    return results
+
+
+def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_vocab, tgt_vocab, *,
+              beam_size: int = 1, max_len: int | None = None, batch_size: int = 128,
+              length_penalty_alpha: float = 0.75, length_norm: str = "power") -> list[Translation]:
+    """Translate sentences (strings split on whitespace, or token lists) with greedy (beam_size=1) or beam
+    search, in batches of similar length on the model's device; results in the input order.
+
+    src_vocab / tgt_vocab: attn_course.data.Vocab (unknown source tokens become <unk>).
+    """
+    if isinstance(sentences, str):
+        raise ValueError("sentences is one str, expected a list of sentences (wrap it: [sentence])")
+    token_lists = [s.split() if isinstance(s, str) else list(s) for s in sentences]
+    for i, tokens in enumerate(token_lists):
+        if not tokens or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"sentences[{i}] is {sentences[i]!r}, expected a non-empty list of str tokens")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}, expected a positive int")
+    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+    results: list[Translation | None] = [None] * len(token_lists)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        ids = [src_vocab[token_lists[i]] + [src_vocab.eos] for i in chunk]
+        width = max(len(row) for row in ids)
+        src = torch.tensor([row + [src_vocab.pad] * (width - len(row)) for row in ids], dtype=torch.long)
+        lens = torch.tensor([len(row) for row in ids], dtype=torch.long)
+        if beam_size == 1:
+            hyps = greedy_decode(model, src, lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos, max_len=max_len)
+        else:
+            hyps = beam_search(model, src, lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos, max_len=max_len,
+                               beam_size=beam_size, length_penalty_alpha=length_penalty_alpha,
+                               length_norm=length_norm)
+        for i, hyp in zip(chunk, hyps, strict=True):
+            source = [*src_vocab.to_tokens(src_vocab[token_lists[i]]), "<eos>"]
+            target = list(tgt_vocab.to_tokens(hyp.tokens)) if hyp.tokens else []
+            results[i] = Translation(source, target, hyp.attention, hyp.score, hyp.finished)
+    return results

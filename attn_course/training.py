@@ -1,0 +1,219 @@
+"""Training a seq2seq model: masked cross-entropy, teacher forcing, Adam, clipping, checkpoints.
+
+    history = train(model, loader, epochs=..., lr=..., val_loader=..., callback=...)
+
+`train` moves the model and every batch to the device (CUDA when present), shows a tqdm.auto progress
+bar, and calls ``callback(epoch, history, model)`` after each epoch: the hook a notebook uses to redraw
+a live loss/validation plot (return True from it to stop early).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from attn_course.runtime import get_device, seed_everything
+from attn_course.seq2seq import Seq2Seq
+
+CHECKPOINT_FORMAT = "attn_course.seq2seq/1"
+
+Callback = Callable[[int, "History", Seq2Seq], "bool | None"]
+
+
+def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor, *,
+                         reduction: str = "mean") -> Tensor:
+    """Cross-entropy over the real target tokens only; padding positions contribute nothing.
+
+    logits: (batch_size, T, vocab_size) floating; tgt_out: (batch_size, T) long labels;
+    tgt_valid_lens: (batch_size,) integer in [0, T], real tokens per sentence (<eos> included).
+    Returns a scalar: the mean over real tokens (reduction="mean", the training loss; exp of it is the
+    perplexity) or their sum (reduction="sum", to average over a whole data set).
+    -log p(y_t | y_<t, x) summed over t < len_i (Bahdanau et al. 2014, eq. 2), divided by sum_i len_i.
+    """
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction={reduction!r}, expected 'mean' or 'sum'")
+    if not isinstance(logits, Tensor) or logits.dim() != 3 or not logits.is_floating_point():
+        shape = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+        raise ValueError(f"logits has shape {shape}, expected floating (batch_size, T, vocab_size)")
+    batch_size, num_steps, _ = logits.shape
+    if tuple(tgt_out.shape) != (batch_size, num_steps) or tgt_out.is_floating_point():
+        raise ValueError(f"tgt_out has shape {tuple(tgt_out.shape)} and dtype {tgt_out.dtype}, expected "
+                         f"integer labels of shape (batch_size, T) = ({batch_size}, {num_steps})")
+    if tuple(tgt_valid_lens.shape) != (batch_size,) or tgt_valid_lens.is_floating_point():
+        raise ValueError(f"tgt_valid_lens has shape {tuple(tgt_valid_lens.shape)}, expected integer "
+                         f"(batch_size,) = ({batch_size},)")
+    lens = tgt_valid_lens.to(logits.device)
+    if batch_size and (int(lens.min()) < 0 or int(lens.max()) > num_steps):
+        raise ValueError(f"tgt_valid_lens must lie in [0, T] = [0, {num_steps}], got values from "
+                         f"{int(lens.min())} to {int(lens.max())}")
+    real = torch.arange(num_steps, device=logits.device)[None] < lens[:, None]     # (B, T)
+    num_tokens = int(real.sum())
+    if reduction == "mean" and num_tokens == 0:
+        raise ValueError("tgt_valid_lens sums to 0: there are no real tokens to average the loss over")
+    # Padding labels may be any id (even out of range for a tiny vocabulary): replace them before the loss.
+    labels = tgt_out.to(logits.device).masked_fill(~real, 0)
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")     # (B, T)
+    total = losses.masked_fill(~real, 0.0).sum()
+    return total / num_tokens if reduction == "mean" else total
+
+
+def _unpack(batch: Any, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """(src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens) on `device`, from a data.Batch or a tuple."""
+    names = ("src", "src_valid_lens", "tgt_in", "tgt_out", "tgt_valid_lens")
+    if all(hasattr(batch, name) for name in names):
+        tensors = [getattr(batch, name) for name in names]
+    elif isinstance(batch, (tuple, list)) and len(batch) >= 5:
+        tensors = list(batch[:5])
+    else:
+        raise ValueError(f"a batch must have the fields {names} (attn_course.data.Batch), "
+                         f"got {type(batch).__name__}")
+    return tuple(t.to(device, non_blocking=True) for t in tensors)
+
+
+@dataclass
+class History:
+    """What happened during `train`, epoch by epoch (and batch by batch for the loss).
+
+    train_loss / val_loss: mean cross-entropy per real target token (nats); exp() is the perplexity.
+    seconds / cpu_seconds: wall-clock and process CPU time of each epoch (validation included).
+    """
+
+    step_loss: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    cpu_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def train_perplexity(self) -> list[float]:
+        return [math.exp(loss) for loss in self.train_loss]
+
+    @property
+    def val_perplexity(self) -> list[float]:
+        return [math.exp(loss) for loss in self.val_loss]
+
+
+@torch.no_grad()
+def evaluate_loss(model: Seq2Seq, loader: Iterable, *, device: torch.device | str | None = None) -> float:
+    """Mean cross-entropy per real target token over a whole loader (teacher forcing, eval mode)."""
+    device = get_device() if device is None else torch.device(device)
+    was_training = model.training
+    model.to(device).eval()
+    total, tokens = 0.0, 0
+    for batch in loader:
+        src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
+        logits, _ = model(src, src_valid_lens, tgt_in)
+        total += float(masked_cross_entropy(logits, tgt_out, tgt_valid_lens, reduction="sum"))
+        tokens += int(tgt_valid_lens.sum())
+    model.train(was_training)
+    if tokens == 0:
+        raise ValueError("loader yielded no target tokens: cannot average the loss")
+    return total / tokens
+
+
+def train(
+    model: Seq2Seq,
+    loader: Iterable,
+    *,
+    epochs: int,
+    lr: float = 5e-3,
+    clip: float | None = 1.0,
+    device: torch.device | str | None = None,
+    val_loader: Iterable | None = None,
+    callback: Callback | None = None,
+    progress: bool = True,
+    seed: int | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> History:
+    """Train with teacher forcing: Adam on the masked cross-entropy, gradients clipped to norm `clip`.
+
+    loader yields batches with src (B, S), src_valid_lens (B,), tgt_in (B, T), tgt_out (B, T),
+    tgt_valid_lens (B,) (attn_course.data.Batch); the decoder reads tgt_in = <bos> y_1 ... (teacher
+    forcing) and is scored on tgt_out = y_1 ... <eos>. The model and batches move to `device` (default:
+    CUDA when present). seed (optional) seeds torch/NumPy/random first, for reproducible dropout.
+    optimizer defaults to Adam(lr); pass one to continue training with its state.
+    val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
+    epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
+    """
+    if not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(f"epochs={epochs!r}, expected a non-negative int")
+    if clip is not None and clip <= 0:
+        raise ValueError(f"clip={clip}, expected a positive gradient norm or None")
+    if seed is not None:
+        seed_everything(seed)
+    device = get_device() if device is None else torch.device(device)
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
+    history = History()
+    try:
+        num_batches = len(loader)
+    except TypeError:
+        num_batches = None
+    bar = tqdm(total=None if num_batches is None else epochs * num_batches, disable=not progress,
+               leave=False, desc="training", unit="batch")
+    try:
+        for epoch in range(epochs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            model.train()
+            total, tokens = 0.0, 0
+            for batch in loader:
+                src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
+                logits, _ = model(src, src_valid_lens, tgt_in)
+                loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if clip is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), clip)
+                optimizer.step()
+                n, value = int(tgt_valid_lens.sum()), loss.item()
+                history.step_loss.append(value)
+                total, tokens = total + value * n, tokens + n
+                bar.update(1)
+                bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}")
+            history.train_loss.append(total / max(tokens, 1))
+            if val_loader is not None:
+                history.val_loss.append(evaluate_loss(model, val_loader, device=device))
+            history.seconds.append(time.perf_counter() - wall)
+            history.cpu_seconds.append(time.process_time() - cpu)
+            if callback is not None and callback(epoch, history, model):
+                break
+    finally:
+        bar.close()
+    model.eval()
+    return history
+
+
+def save_checkpoint(model: Seq2Seq, path: str | Path, **metadata: Any) -> Path:
+    """Save the model's config and weights (and plain-Python metadata, e.g. vocab tokens) to `path`.
+
+    The file holds only tensors and plain values (no pickled classes), so `load_checkpoint` reads it
+    with torch.load(weights_only=True) and rebuilds the model from the config.
+    """
+    path = Path(path)
+    state = {key: value.detach().cpu() for key, value in model.state_dict().items()}
+    torch.save({"format": CHECKPOINT_FORMAT, "config": model.config, "state_dict": state,
+                "metadata": metadata}, path)
+    return path
+
+
+def load_checkpoint(path: str | Path, *, device: torch.device | str | None = None
+                    ) -> tuple[Seq2Seq, dict[str, Any]]:
+    """Rebuild a model saved by `save_checkpoint`: returns (model in eval mode on `device`, metadata)."""
+    checkpoint = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
+        found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise ValueError(f"{path} is not an attn_course checkpoint: format {found!r}, "
+                         f"expected {CHECKPOINT_FORMAT!r}")
+    model = Seq2Seq.from_config(checkpoint["config"])
+    model.load_state_dict(checkpoint["state_dict"])
+    device = get_device() if device is None else torch.device(device)
+    return model.to(device).eval(), checkpoint["metadata"]
