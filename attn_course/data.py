@@ -548,7 +548,7 @@ class Splits(NamedTuple):
     test: list[Example]
 
 
-def split(examples: Sequence[Example], fractions: Sequence[float] = (0.8, 0.1, 0.1), *,
+def split(examples: Sequence[Example], fractions: Sequence[float] = (0.8, 0.1, 0.1),
           seed: int = 0) -> Splits:
     """Train/validation/test splits in which no source sentence appears in two splits.
 

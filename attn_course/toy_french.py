@@ -344,7 +344,6 @@ def _en_article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
 
-_NOUNS_BY_KIND = {k: tuple(n for n in NOUNS if n.kind == k) for k in KINDS}
 _INTRANSITIVE = tuple(v for v in VERBS if v.objects is None and v.complement is None)
 _MOTION = tuple(v for v in VERBS if v.complement is not None)
 _TRANSITIVE = tuple(v for v in VERBS if v.objects is not None)
@@ -416,8 +415,8 @@ class _Grower:
     def _np(self, nouns: tuple, role: str, *, allow_some: bool = True, exclude=()) -> _NP:
         rng = self.rng
         noun = rng.choice(nouns)
-        while noun in exclude:
-            noun = rng.choice(nouns)
+        if noun in exclude:  # "the dog sees the dog": draw again among the others
+            noun = rng.choice([n for n in nouns if n not in exclude] or nouns)
         det = rng.choices(_DET_KEYS, _DET_WEIGHTS)[0]
         if det == "a" and not allow_some:  # à/de + des would need another rule: keep "a" singular there
             number = "sg"
