@@ -1,0 +1,163 @@
+"""Training: the masked loss ignores padding, a short run learns, checkpoints round-trip, callbacks run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from attn_course import data
+from attn_course.seq2seq import build_model
+from attn_course.training import (
+    History,
+    evaluate_loss,
+    load_checkpoint,
+    masked_cross_entropy,
+    save_checkpoint,
+    train,
+)
+
+
+def copy_loader(num_pairs=64, batch_size=16, seed=0):
+    examples = data.copy_task(num_pairs, min_len=2, max_len=6, vocab_size=8, seed=seed)
+    src_vocab, tgt_vocab = data.build_vocabs(examples)
+    dataset = data.TranslationDataset(examples, src_vocab, tgt_vocab)
+    return data.bucketed_loader(dataset, batch_size, seed=seed), src_vocab, tgt_vocab
+
+
+def tiny_model(src_vocab, tgt_vocab, kind="bahdanau", **options):
+    return build_model(kind, len(src_vocab), len(tgt_vocab), embed_size=8, num_hiddens=16, **options)
+
+
+# ----------------------------------------------------------------------------------------------- the loss
+def test_masked_loss_is_the_mean_over_real_tokens_only():
+    logits = torch.randn(3, 5, 7)
+    labels = torch.randint(0, 7, (3, 5))
+    lens = torch.tensor([5, 2, 0])
+    loss = masked_cross_entropy(logits, labels, lens)
+    real = [(0, t) for t in range(5)] + [(1, 0), (1, 1)]
+    expected = sum(F.cross_entropy(logits[i, t][None], labels[i, t][None]) for i, t in real) / len(real)
+    torch.testing.assert_close(loss, expected)
+    total = masked_cross_entropy(logits, labels, lens, reduction="sum")
+    torch.testing.assert_close(total, expected * len(real))
+
+
+def test_masked_loss_ignores_whatever_sits_at_padding():
+    logits = torch.randn(2, 4, 5, requires_grad=True)
+    labels = torch.randint(0, 5, (2, 4))
+    lens = torch.tensor([4, 2])
+    loss = masked_cross_entropy(logits, labels, lens)
+    loss.backward()
+    assert torch.equal(logits.grad[1, 2:], torch.zeros(2, 5))          # padding gets no gradient
+    changed_logits, changed_labels = logits.detach().clone(), labels.clone()
+    changed_logits[1, 2:] = 1e4                                         # huge logits at padding ...
+    changed_labels[1, 2:] = 99                                          # ... and out-of-range labels
+    torch.testing.assert_close(masked_cross_entropy(changed_logits, changed_labels, lens), loss.detach())
+
+
+def test_masked_loss_rejects_bad_shapes_and_empty_batches():
+    logits, labels = torch.randn(2, 4, 5), torch.randint(0, 5, (2, 4))
+    with pytest.raises(ValueError, match=r"tgt_out has shape \(2, 3\)"):
+        masked_cross_entropy(logits, labels[:, :3], torch.tensor([4, 2]))
+    with pytest.raises(ValueError, match=r"tgt_valid_lens has shape \(3,\), expected integer \(batch_size"):
+        masked_cross_entropy(logits, labels, torch.tensor([4, 2, 1]))
+    with pytest.raises(ValueError, match=r"tgt_valid_lens must lie in \[0, T\] = \[0, 4\]"):
+        masked_cross_entropy(logits, labels, torch.tensor([5, 2]))
+    with pytest.raises(ValueError, match="no real tokens"):
+        masked_cross_entropy(logits, labels, torch.tensor([0, 0]))
+    with pytest.raises(ValueError, match="logits has shape"):
+        masked_cross_entropy(logits[0], labels, torch.tensor([4, 2]))
+
+
+# ----------------------------------------------------------------------------------------------- training
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_a_short_training_run_lowers_the_loss_on_the_copy_task(kind):
+    loader, src_vocab, tgt_vocab = copy_loader()
+    model = tiny_model(src_vocab, tgt_vocab, kind)
+    before = evaluate_loss(model, loader, device="cpu")
+    history = train(model, loader, epochs=8, lr=1e-2, device="cpu", progress=False, seed=0)   # 32 steps
+    after = evaluate_loss(model, loader, device="cpu")
+    assert len(history.step_loss) == 32 and len(history.train_loss) == 8
+    assert after < 0.7 * before
+    assert history.train_loss[-1] < history.train_loss[0]
+    assert not model.training                                            # train leaves the model in eval mode
+
+
+def test_training_is_reproducible_with_a_seed():
+    losses = []
+    for run in range(2):
+        loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)   # a fresh loader: its epochs restart
+        torch.manual_seed(1)
+        model = tiny_model(src_vocab, tgt_vocab, dropout=0.2)
+        torch.rand(run + 1)                                         # the global generator moves on ...
+        losses.append(train(model, loader, epochs=2, device="cpu", progress=False, seed=3).step_loss)
+    assert losses[0] == losses[1]                                   # ... but seed= resets dropout's draws
+
+
+def test_callback_runs_after_every_epoch_sees_validation_and_can_stop_training():
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)
+    model = tiny_model(src_vocab, tgt_vocab)
+    seen = []
+
+    def callback(epoch, history, model_):
+        seen.append((epoch, len(history.train_loss), len(history.val_loss), model_ is model))
+        return epoch == 1                                                # stop after the second epoch
+
+    history = train(model, loader, epochs=5, device="cpu", progress=False, val_loader=loader,
+                    callback=callback)
+    assert seen == [(0, 1, 1, True), (1, 2, 2, True)]
+    assert isinstance(history, History) and len(history.seconds) == len(history.cpu_seconds) == 2
+    assert history.val_perplexity == [math.exp(x) for x in history.val_loss]
+
+
+def test_gradients_are_clipped_to_the_given_norm(monkeypatch):
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_model(src_vocab, tgt_vocab)
+    norms = []
+    clip = torch.nn.utils.clip_grad_norm_
+
+    def spy(parameters, max_norm):
+        parameters = list(parameters)
+        clip(parameters, max_norm)
+        norms.append(float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in parameters]))))
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
+    train(model, loader, epochs=1, lr=1e-3, clip=1e-3, device="cpu", progress=False)
+    assert norms and max(norms) <= 1e-3 * (1 + 1e-4)
+
+
+def test_train_rejects_bad_arguments():
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_model(src_vocab, tgt_vocab)
+    with pytest.raises(ValueError, match="epochs="):
+        train(model, loader, epochs=-1, progress=False)
+    with pytest.raises(ValueError, match="clip="):
+        train(model, loader, epochs=1, clip=0, progress=False)
+    with pytest.raises(ValueError, match="a batch must have the fields"):
+        train(model, [torch.zeros(2, 3)], epochs=1, device="cpu", progress=False)
+
+
+# ----------------------------------------------------------------------------------------------- checkpoints
+@pytest.mark.parametrize("options", [dict(kind="bahdanau", cell="lstm", num_layers=2),
+                                     dict(kind="luong", score="location", max_len=9, attention="local-p"),
+                                     dict(kind="plain")])
+def test_checkpoint_round_trip_rebuilds_the_same_model(tmp_path, options):
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_model(src_vocab, tgt_vocab, **options)
+    train(model, loader, epochs=1, device="cpu", progress=False)
+    path = save_checkpoint(model, tmp_path / "model.pt", src_tokens=src_vocab.idx_to_token, note="copy")
+    loaded, metadata = load_checkpoint(path, device="cpu")
+    assert metadata == {"src_tokens": src_vocab.idx_to_token, "note": "copy"}
+    assert loaded.config == model.config and not loaded.training
+    batch = next(iter(loader))
+    expected = model.eval()(batch.src, batch.src_valid_lens, batch.tgt_in)
+    actual = loaded(batch.src, batch.src_valid_lens, batch.tgt_in)
+    torch.testing.assert_close(actual[0], expected[0], rtol=0, atol=0)
+
+
+def test_load_checkpoint_refuses_other_files(tmp_path):
+    torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="is not an attn_course checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
