@@ -12,7 +12,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildcard solutions/*.ipynb)
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
-.PHONY: env lab test lint unit notebooks clean
+.PHONY: env lab test lint unit notebooks bench gpu-check clean
 
 env: $(STAMP)
 
@@ -40,6 +40,16 @@ notebooks: env
 	$(if $(strip $(NOTEBOOKS)),$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
 
 test: lint unit notebooks
+
+# Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run. Not part of `make test`.
+bench: env
+	$(BIN)/python -m benchmarks.run --out benchmarks/results
+
+# On a machine with a CUDA GPU: every notebook under nbval, then the benchmarks, on the GPU.
+gpu-check: env
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
