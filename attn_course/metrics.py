@@ -30,7 +30,14 @@ Link = tuple[int, int]
 Sentence = str | Sequence[str]
 
 #: The sacrebleu settings behind every `corpus_bleu` number in the course (see the module docstring).
-BLEU_SETTINGS = {"tokenize": "none", "lowercase": False, "smooth_method": "exp", "max_ngram_order": 4}
+#: ``force=True`` only silences sacrebleu's warning that the text looks tokenised: here it is, on purpose.
+BLEU_SETTINGS = {
+    "tokenize": "none",
+    "lowercase": False,
+    "smooth_method": "exp",
+    "max_ngram_order": 4,
+    "force": True,
+}
 
 CONVENTIONS = ("output", "input")
 

@@ -339,3 +339,10 @@ def test_alignment_accuracy_rejects_two_links_for_one_target_word():
 def test_alignment_accuracy_is_undefined_without_sure_links():
     with pytest.raises(ValueError, match="no target word has a sure link"):
         alignment_accuracy({(0, 0)}, set(), set())
+
+
+def test_tokenised_text_raises_no_sacrebleu_warning(caplog):
+    corpus = [["il", "dort", "."]] * 120  # sacrebleu warns about "tokenized periods" unless forced
+    with caplog.at_level("WARNING"):
+        assert corpus_bleu(corpus, corpus) == pytest.approx(0.0)  # no 4-grams in 3-token sentences
+    assert not [r for r in caplog.records if "detokenize" in r.getMessage()]
