@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
 from attn_course.data import preprocess_fra_eng
 from attn_course.decoding import beam_search, greedy_decode
@@ -31,6 +32,18 @@ from attn_course.masking import masked_softmax
 from attn_course.metrics import alignment_error_rate, attention_to_links
 from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
 from attn_course.scoring import additive_scores, dot_scores, general_scores
+
+#: Resolution of the widgets' figures: 90 dots per inch, shown at exactly that many pixels (no rescaling).
+DPI = 90
+#: Lets a description like "decoder step" show in full instead of being cut to "decoder s...".
+WIDE = {"description_width": "initial"}
+
+
+def show_figure(image: widgets.Image, fig: Figure) -> None:
+    """Put a figure into an Image widget as PNG bytes, shown at its own pixel width (not stretched to fit)."""
+    image.value = figure_to_png(fig, dpi=DPI)
+    image.width = str(round(fig.get_figwidth() * DPI))
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Temperature
@@ -149,15 +162,17 @@ class ScorePlayground:
         self.w_v = param(w_v, (1, num_hiddens), "w_v")
 
         slider = {"min": -3.0, "max": 3.0, "step": 0.1, "continuous_update": False, "readout_format": ".1f"}
-        self.query_x = widgets.FloatSlider(value=float(query[0]), description="query x", **slider)
-        self.query_y = widgets.FloatSlider(value=float(query[1]), description="query y", **slider)
+        self.query_x = widgets.FloatSlider(value=float(query[0]), description="query x", style=WIDE, **slider)
+        self.query_y = widgets.FloatSlider(value=float(query[1]), description="query y", style=WIDE, **slider)
         self.mask_toggle = widgets.ToggleButton(
             value=False, description="mask padded keys", icon="eye-slash", tooltip="valid_lens on/off"
         )
         self.valid_len_slider = widgets.IntSlider(
-            value=valid_len, min=0, max=num_keys, description="valid_len", continuous_update=False
+            value=valid_len, min=0, max=num_keys, description="valid_len", style=WIDE, continuous_update=False
         )
-        self.color_by = widgets.Dropdown(options=SCORE_NAMES, value="dot", description="colour by")
+        self.color_by = widgets.Dropdown(
+            options=SCORE_NAMES, value="dot", description="colour by", style=WIDE
+        )
         self.image = widgets.Image(format="png")
         self.table = widgets.HTML()
         controls = widgets.VBox(
@@ -205,7 +220,7 @@ class ScorePlayground:
         self.query = np.array([self.query_x.value, self.query_y.value])
         self.scores, self.weights = self.compute(self.query)
         self.table.value = self._table_html()
-        self.image.value = self._figure_png()
+        show_figure(self.image, self._figure())
 
     def _is_padding(self, index: int) -> bool:
         return self.valid_len is not None and index >= self.valid_len
@@ -224,7 +239,7 @@ class ScorePlayground:
             f"<tr><th></th><th></th>{head}</tr>{''.join(rows)}</table>"
         )
 
-    def _figure_png(self) -> bytes:
+    def _figure(self) -> Figure:
         fig, (plane, bars) = new_figure(10.0, 4.2, ncols=2)
         fig.subplots_adjust(left=0.07, right=0.98, bottom=0.12, top=0.92, wspace=0.25)
         chosen = self.weights[self.color_by.value]
@@ -265,7 +280,7 @@ class ScorePlayground:
         bars.set(ylim=(0, 1.05), ylabel="softmax weight")
         bars.legend(fontsize=8, loc="upper right")
         bars.set_title("weights per score function (masked keys get exactly 0)", fontsize=10)
-        return figure_to_png(fig)
+        return fig
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -411,11 +426,18 @@ class AttentionExplorer:
             style={"button_width": "90px"},
         )
         self.beam_slider = widgets.IntSlider(
-            value=beam_size, min=2, max=16, description="beam size", continuous_update=False
+            value=beam_size, min=2, max=16, description="beam size", style=WIDE, continuous_update=False
         )
-        self.step_slider = widgets.IntSlider(value=0, min=0, max=0, description="decoder step")
+        self.step_slider = widgets.IntSlider(value=0, min=0, max=0, description="decoder step", style=WIDE)
         self.temperature_slider = widgets.FloatLogSlider(
-            value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature", continuous_update=False
+            value=1.0,
+            base=10,
+            min=-1,
+            max=1,
+            step=0.05,
+            description="temperature",
+            style=WIDE,
+            continuous_update=False,
         )
         self.gold_toggle = widgets.Checkbox(value=False, description="gold alignment + AER", indent=False)
         self.image = widgets.Image(format="png")
@@ -591,7 +613,7 @@ class AttentionExplorer:
             for view, weights in zip(self.views, self.shown_weights, strict=True)
         )
         self.aer_label.value = self._aer_html(show_gold)
-        self.image.value = self._figure_png(step, temperature, show_gold)
+        show_figure(self.image, self._figure(step, temperature, show_gold))
 
     def _aer_html(self, show_gold: bool) -> str:
         if self.gold_toggle.disabled:
@@ -607,7 +629,7 @@ class AttentionExplorer:
             "<span class='attn-aer'>" + " &middot; ".join(parts) + " (0 is perfect; lower is better)</span>"
         )
 
-    def _figure_png(self, step: int, temperature: float, show_gold: bool) -> bytes:
+    def _figure(self, step: int, temperature: float, show_gold: bool) -> Figure:
         titles, rows = [], []
         for view, weights in zip(self.views, self.shown_weights, strict=True):
             row = step if step < len(view.tgt_tokens) else None
@@ -641,7 +663,7 @@ class AttentionExplorer:
                 possible=view.possible if show_gold else None,
                 highlight_row=row,
             )
-        return figure_to_png(fig)
+        return fig
 
 
 def _shorten(text: str, width: int) -> str:
@@ -670,7 +692,8 @@ def _step_html(view: AttentionView, weights: np.ndarray, step: int) -> str:
             for token, w in zip(view.src_tokens, row, strict=True)
         ]
         info = (
-            f"step {current} of {len(view.tgt_tokens) - 1}: <b>{html.escape(view.tgt_tokens[current])}</b> "
+            f"step {current} (of 0&ndash;{len(view.tgt_tokens) - 1}): "
+            f"<b>{html.escape(view.tgt_tokens[current])}</b> "
             f"looks most at <b class='attn-argmax'>{html.escape(view.src_tokens[best])}</b> "
             f"({row[best]:.2f}); "
             f"entropy {entropy(row):.2f} nats (uniform: {math.log(len(row)):.2f})"
