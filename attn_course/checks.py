@@ -670,11 +670,14 @@ class Exercise:
 
 
 def _resolve(dotted: str) -> Any:
-    """The object behind a dotted name such as 'attn_course.masking.masked_softmax'."""
+    """The module or object behind a dotted name, e.g. 'attn_course.masking.sequence_mask'."""
     import importlib
 
-    module, _, attr = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), attr, None)
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        module, _, attr = dotted.rpartition(".")
+        return getattr(importlib.import_module(module), attr, None)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -1,0 +1,135 @@
+"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``.
+
+Until the console script is installed, run it as ``python -m attn_course.cli grade ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from attn_course import checks
+from attn_course.grading import Limits, SubmissionGrade, check_hidden, collect, grade
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attn-course", description="Tools for the attention course.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    g = commands.add_parser(
+        "grade",
+        help="grade exercise notebooks with the course's checks, safely",
+        description="Grade exercise notebooks: each runs in a fresh, limited process; the course's own "
+        "checks judge the results. Writes a CSV gradebook (one row per student, one column per exercise, "
+        "total) and one Markdown feedback file per student. The submissions are only read.",
+    )
+    g.add_argument(
+        "submissions", nargs="+", metavar="SUBMISSION", help="notebook files, or folders of .ipynb files"
+    )
+    g.add_argument("--out", required=True, type=Path, help="the CSV gradebook to write")
+    g.add_argument(
+        "--feedback",
+        type=Path,
+        default=None,
+        help="folder for the per-student feedback files (default: OUT's name + _feedback)",
+    )
+    g.add_argument(
+        "--hidden",
+        type=Path,
+        default=None,
+        help='JSON with extra test inputs kept out of the student release: {"ch1.q2": {"seeds": '
+        '[101, 102], "cases": [{"num_keys": 9, "dtype": "float64"}]}}',
+    )
+    g.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="grade these chapters' exercises (repeatable; default: those the notebooks answer)",
+    )
+    g.add_argument(
+        "--id-from",
+        choices=("stem", "metadata"),
+        default="stem",
+        help="student id: the file name (default) or metadata.attn_course.student",
+    )
+    defaults = Limits()
+    g.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=defaults.cell_timeout,
+        help="seconds per exercise cell and per call of a learner's function (default %(default)s)",
+    )
+    g.add_argument(
+        "--total-timeout",
+        type=float,
+        default=defaults.total_timeout,
+        help="seconds per submission, all of it (default %(default)s)",
+    )
+    g.add_argument(
+        "--memory-mb",
+        type=int,
+        default=defaults.memory_mb,
+        help="address-space limit of the process running a submission (default %(default)s)",
+    )
+    g.add_argument(
+        "--max-output-kb",
+        type=int,
+        default=defaults.max_output_kb,
+        help="most a cell may print (default %(default)s)",
+    )
+    g.add_argument("--quiet", action="store_true", help="print only the summary line")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 when the gradebook was written)."""
+    args = _parser().parse_args(argv)
+    hidden = None
+    if args.hidden is not None:
+        try:
+            hidden = check_hidden(json.loads(args.hidden.read_text()))
+        except (OSError, ValueError) as exc:
+            print(f"attn-course grade: --hidden {args.hidden}: {exc}", file=sys.stderr)
+            return 2
+    limits = Limits(
+        cell_timeout=args.cell_timeout,
+        total_timeout=args.total_timeout,
+        memory_mb=args.memory_mb,
+        max_output_kb=args.max_output_kb,
+    )
+    paths = collect(args.submissions)
+    if not paths:
+        print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
+        return 2
+
+    def report(result: SubmissionGrade) -> None:
+        if not args.quiet:
+            points = f"{result.total}/{len(result.exercises)}"
+            print(f"{result.student:<24} {points:>6}  {result.seconds:5.1f} s  {result.path}", flush=True)
+
+    started = time.monotonic()
+    results = grade(
+        paths,
+        out=args.out,
+        feedback=args.feedback,
+        hidden=hidden,
+        chapters=args.chapter,
+        limits=limits,
+        id_from=args.id_from,
+        progress=report,
+    )
+    elapsed = time.monotonic() - started
+    feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
+    print(
+        f"graded {len(results)} submissions in {elapsed:.1f} s ({elapsed / len(results):.1f} s each); "
+        f"gradebook {args.out}, feedback in {feedback}/"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""The grader: a batch of honest and hostile submissions (hangs, crashes, a process that kills itself or its
+parent, tampering with the checks and torch, huge output, a memory hog, malformed JSON) is graded in one
+run; each hostile act costs only the exercise it touches, the gradebook and feedback say why, and no
+submission file is modified. Hidden inputs and the command line are tested on a second, small batch."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from attn_course import checks
+from attn_course.cli import main
+from attn_course.grading import Limits, grade, grade_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
+UNSOLVED = ROOT / "exercises" / "ex01_masked_softmax.ipynb"
+LIMITS = Limits(cell_timeout=3.0, total_timeout=40.0, memory_mb=5000, max_output_kb=256)
+Q1, Q2 = checks.chapter(1)
+
+WRONG_Q1 = """
+def sequence_mask(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X.masked_fill(keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)   # inverted mask
+"""
+
+TAMPERING = """
+import torch
+import attn_course.checks as c
+from attn_course import grading
+
+c.Exercise.judge = lambda self, cases, attempts: c.CheckResult(self.key, self.name, "passed", "Correct")
+c.compare = lambda *args, **kwargs: None
+grading.ExerciseGrade.__init__ = lambda self, *args, **kwargs: None
+torch.allclose = lambda *args, **kwargs: True
+torch.equal = lambda *args, **kwargs: True
+torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)
+"""
+
+
+def notebook(
+    cells: dict[str, str] | None = None,
+    *,
+    solved: bool = True,
+    drop_checks: bool = False,
+    strip_markers: bool = False,
+) -> dict:
+    """The chapter 1 notebook (solved or not), with exercise cells replaced (marker kept) or altered."""
+    nb = json.loads((SOLVED if solved else UNSOLVED).read_text())
+    kept = []
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith("# EXERCISE "):
+            key = source.splitlines()[0].split()[-1]
+            if cells and key in cells:
+                source = f"# EXERCISE {key}\n{cells[key]}"
+            if strip_markers:
+                source = source.split("\n", 1)[1]
+        elif drop_checks and cell["cell_type"] == "code" and ".check()" in source:
+            source = 'print("Correct! (says the learner)")' if "q1" in source else None
+        if source is not None:
+            cell["source"] = source
+            kept.append(cell)
+    nb["cells"] = kept
+    return nb
+
+
+def write(folder: Path, name: str, content: dict | str) -> Path:
+    path = folder / f"{name}.ipynb"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def hostile_batch(folder: Path) -> list[Path]:
+    sol1, sol2 = Q1.solution_code, Q2.solution_code
+    kill_self = sol2.replace(
+        '    """\n', '    """\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n', 1
+    )
+    submissions = {
+        "kill_parent": notebook(
+            {"ch1.q1": sol1 + "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"}
+        ),
+        "alice": notebook(),
+        "bob": notebook(solved=False),
+        "hang": notebook({"ch1.q1": sol1 + "while True:\n    pass\n"}),
+        "deaf_hang": notebook(
+            {
+                "ch1.q1": "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                + sol1
+                + "while True:\n    pass\n"
+            }
+        ),
+        "exits": notebook({"ch1.q1": sol1 + "import os\nos._exit(3)\n"}),
+        "sigkill": notebook({"ch1.q2": kill_self}),
+        "crash": notebook({"ch1.q1": "1 / 0\n" + sol1}),
+        "tamper": notebook({"ch1.q1": WRONG_Q1 + TAMPERING}, drop_checks=True),
+        "loud": notebook({"ch1.q1": sol1 + 'print("x" * 5_000_000)\n'}),
+        "hog": notebook({"ch1.q1": "import torch\nhog = torch.empty(2**31, dtype=torch.float32)\n" + sol1}),
+        "copies": notebook({"ch1.q2": "from attn_course.masking import masked_softmax\n"}),
+        "unmarked": notebook(strip_markers=True),
+        "malformed": '{"cells": [{"cell_type": "code", "source": "def sequence_mask(',
+    }
+    return [write(folder, name, content) for name, content in submissions.items()]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("submissions")
+    paths = hostile_batch(folder)
+    before = {p: digest(p) for p in paths}
+    out = folder / "out" / "grades.csv"
+    results = grade(paths, out=out, limits=LIMITS)
+    with out.open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    return {
+        "paths": paths,
+        "before": before,
+        "results": {r.student: r for r in results},
+        "rows": rows,
+        "out": out,
+        "feedback": folder / "out" / "grades_feedback",
+    }
+
+
+def grades(batch: dict, student: str) -> tuple[int, int]:
+    row = batch["rows"][student]
+    return int(row["ch1.q1"]), int(row["ch1.q2"])
+
+
+def message(batch: dict, student: str, key: str) -> str:
+    return batch["results"][student].exercises[key].message
+
+
+def test_gradebook_has_one_row_per_student_one_column_per_exercise_and_a_total(batch: dict) -> None:
+    with batch["out"].open() as f:
+        header = next(csv.reader(f))
+    assert header == ["student", "ch1.q1", "ch1.q2", "total"]
+    assert set(batch["rows"]) == {p.stem for p in batch["paths"]}
+    for row in batch["rows"].values():
+        assert int(row["total"]) == int(row["ch1.q1"]) + int(row["ch1.q2"])
+
+
+def test_a_correct_notebook_gets_every_point_and_an_untouched_one_none(batch: dict) -> None:
+    assert grades(batch, "alice") == (1, 1)
+    assert grades(batch, "bob") == (0, 0)
+    assert "write `sequence_mask`" in message(batch, "bob", "ch1.q1")
+    assert batch["results"]["bob"].exercises["ch1.q1"].status == checks.NOT_ATTEMPTED
+
+
+def test_a_hanging_cell_costs_only_its_exercise(batch: dict) -> None:
+    assert grades(batch, "hang") == (0, 1)
+    assert "ran longer than 3 s" in message(batch, "hang", "ch1.q1")
+
+
+def test_a_hang_that_ignores_the_alarm_is_killed_and_the_rest_still_graded(batch: dict) -> None:
+    assert grades(batch, "deaf_hang") == (0, 1)
+    assert "did not stop when interrupted; it was killed" in message(batch, "deaf_hang", "ch1.q1")
+
+
+def test_a_cell_that_ends_the_process_costs_only_its_exercise(batch: dict) -> None:
+    assert grades(batch, "exits") == (0, 1)
+    assert "exit status 3" in message(batch, "exits", "ch1.q1")
+
+
+def test_a_function_that_kills_its_own_process_costs_only_its_exercise(batch: dict) -> None:
+    assert grades(batch, "sigkill") == (1, 0)
+    assert "SIGKILL" in message(batch, "sigkill", "ch1.q2")
+
+
+def test_killing_the_sandboxs_parent_changes_nothing(batch: dict) -> None:
+    assert grades(batch, "kill_parent") == (1, 1)
+    assert grades(batch, "alice") == (1, 1)  # graded after it, by a restarted fork server
+
+
+def test_an_exception_in_a_cell_is_reported_with_the_learners_line(batch: dict) -> None:
+    assert grades(batch, "crash") == (0, 1)
+    grade_q1 = batch["results"]["crash"].exercises["ch1.q1"]
+    assert "`sequence_mask` is not defined" in grade_q1.message
+    assert any("ZeroDivisionError" in note and "`1 / 0`" in note for note in grade_q1.notes)
+
+
+def test_tampering_with_the_checks_and_torch_does_not_change_the_grade(batch: dict) -> None:
+    assert grades(batch, "tamper") == (0, 1)
+    assert "mask is inverted" in message(batch, "tamper", "ch1.q1")
+
+
+def test_printing_megabytes_costs_the_exercise(batch: dict) -> None:
+    assert grades(batch, "loud") == (0, 1)
+    assert "printed more than 256 KB" in message(batch, "loud", "ch1.q1")
+
+
+def test_a_memory_hog_hits_the_cap(batch: dict) -> None:
+    assert grades(batch, "hog") == (0, 1)
+    assert "ran out of memory (the limit is 5000 MB)" in message(batch, "hog", "ch1.q1")
+
+
+def test_importing_the_packages_reference_does_not_pass(batch: dict) -> None:
+    assert grades(batch, "copies") == (1, 0)
+    assert "switched off while grading" in message(batch, "copies", "ch1.q2")
+
+
+def test_cells_without_markers_are_found_by_the_names_they_define(batch: dict) -> None:
+    assert grades(batch, "unmarked") == (1, 1)
+    assert any("no cell starts with `# EXERCISE ch1.q1`" in n for n in batch["results"]["unmarked"].notes)
+
+
+def test_malformed_json_scores_zero_with_the_reason(batch: dict) -> None:
+    assert grades(batch, "malformed") == (0, 0)
+    assert "not valid notebook JSON" in message(batch, "malformed", "ch1.q1")
+
+
+def test_feedback_file_per_student_gives_each_exercises_message(batch: dict) -> None:
+    files = {p.stem for p in batch["feedback"].glob("*.md")}
+    assert files == set(batch["rows"])
+    text = (batch["feedback"] / "hang.md").read_text()
+    assert "| ch1.q1 `sequence_mask` | 0/1 | incorrect |" in text
+    assert "| ch1.q2 `masked_softmax` | 1/1 | correct |" in text
+    assert "ran longer than 3 s" in text and "**Total: 1 of 2**" in text
+
+
+def test_submission_files_are_never_modified(batch: dict) -> None:
+    assert {p: digest(p) for p in batch["paths"]} == batch["before"]
+
+
+def test_hostile_submissions_do_not_slow_honest_ones(batch: dict) -> None:
+    # Not a timing assertion: the honest notebook needs a single sandbox run, no restart.
+    assert batch["results"]["alice"].notes == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Hidden inputs, the command line, student ids
+
+
+def test_hidden_inputs_can_fail_an_answer_the_shipped_cases_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    narrow = Q2.solution_code.replace(
+        "    work = scores.float()",
+        "    if scores.shape[-1] > 6:\n        return scores\n    work = scores.float()",
+    )
+    assert checks.EXERCISES["ch1.q2"].evaluate(_define(narrow)).passed
+    submission = write(tmp_path, "dana", notebook({"ch1.q2": narrow}))
+    before = digest(submission)
+    hidden = tmp_path / "hidden.json"
+    hidden.write_text(json.dumps({"ch1.q2": {"cases": [{"num_keys": 9, "seed": 5}], "seeds": [77]}}))
+    out = tmp_path / "grades.csv"
+    status = main(
+        ["grade", str(submission), "--out", str(out), "--hidden", str(hidden), "--cell-timeout", "3"]
+    )
+    assert status == 0
+    rows = list(csv.DictReader(out.open()))
+    assert rows == [{"student": "dana", "ch1.q1": "1", "ch1.q2": "0", "total": "1"}]
+    feedback = (tmp_path / "grades_feedback" / "dana.md").read_text()
+    assert "Failing case: scores of shape (2, 3, 9)" in feedback
+    assert "graded 1 submissions" in capsys.readouterr().out
+    assert digest(submission) == before
+
+
+def _define(source: str) -> object:
+    namespace: dict = {}
+    exec(checks.PREAMBLES[1], namespace)
+    exec(source, namespace)
+    return namespace["masked_softmax"]
+
+
+def test_malformed_hidden_inputs_stop_the_command_before_grading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hidden = tmp_path / "hidden.json"
+    hidden.write_text(json.dumps({"ch1.q9": {"seeds": [1]}}))
+    status = main(["grade", str(SOLVED), "--out", str(tmp_path / "g.csv"), "--hidden", str(hidden)])
+    assert status == 2
+    assert "ch1.q9" in capsys.readouterr().err
+    assert not (tmp_path / "g.csv").exists()
+
+
+def test_a_notebook_without_exercises_is_noted_not_crashed(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "essay", {"cells": [{"cell_type": "markdown", "source": "no code"}], "metadata": {}}
+    )
+    result = grade_submission(path, limits=LIMITS)
+    assert result.exercises == {}
+    assert "No exercise of the course was found" in result.notes[0]
+
+
+def test_student_ids_can_come_from_metadata_and_merge_rows(tmp_path: Path) -> None:
+    first = notebook({"ch1.q2": Q2.stub_code})
+    first["metadata"]["attn_course"] = {"student": "erin"}
+    second = notebook({"ch1.q1": Q1.stub_code})
+    second["metadata"]["attn_course"] = {"student": "erin"}
+    paths = [write(tmp_path, "upload1", first), write(tmp_path, "upload2", second)]
+    out = tmp_path / "grades.csv"
+    grade(paths, out=out, limits=LIMITS, id_from="metadata")
+    assert list(csv.DictReader(out.open())) == [
+        {"student": "erin", "ch1.q1": "1", "ch1.q2": "1", "total": "2"}
+    ]
