@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ipywidgets as widgets
 import numpy as np
@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from attn_course.data import preprocess_fra_eng
 from attn_course.decoding import beam_search, greedy_decode
 from attn_course.masking import masked_softmax
-from attn_course.metrics import alignment_error_rate, attention_to_links
+from attn_course.metrics import CONVENTIONS, alignment_error_rate, attention_to_links
 from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
 from attn_course.scoring import additive_scores, dot_scores, general_scores
 
@@ -336,6 +336,35 @@ class AttentionView:
     aer: float | None = None
 
 
+def score_view(view: AttentionView, example, convention: str) -> AttentionView:
+    """The view with gold links (in heatmap rows) and AER under `convention`, or with none if not scorable.
+
+    Scorable when the example has gold links and the view's rows are its reference words (then <eos>);
+    with the "input" convention step t is credited to the word fed at step t, so the gold box of target
+    word j is drawn in row j + 1 (metrics.attention_to_links explains both conventions).
+    """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention is {convention!r}, expected one of {CONVENTIONS}")
+    shift = 1 if convention == "input" else 0
+    scorable = (
+        example is not None
+        and bool(example.possible)
+        and view.tgt_tokens[: len(example.tgt)] == list(example.tgt)
+        and len(view.tgt_tokens) >= len(example.tgt) + shift
+    )
+    if not scorable:
+        return replace(view, convention=convention, gold=None, possible=None, aer=None)
+    src_len = len(view.src_tokens) - 1  # without <eos>
+    links = attention_to_links(view.weights, convention=convention, src_len=src_len, tgt_len=len(example.tgt))
+    return replace(
+        view,
+        convention=convention,
+        gold=frozenset((i, j + shift) for i, j in example.sure),
+        possible=frozenset((i, j + shift) for i, j in example.possible),
+        aer=alignment_error_rate(links, example.sure, example.possible),
+    )
+
+
 class AttentionExplorer:
     """Step through a seq2seq model's attention on a sentence, with gold links, temperature and a comparison.
 
@@ -440,6 +469,17 @@ class AttentionExplorer:
             continuous_update=False,
         )
         self.gold_toggle = widgets.Checkbox(value=False, description="gold alignment + AER", indent=False)
+        self.convention_dropdown = widgets.Dropdown(
+            options=[
+                ("per model (Bahdanau: output, Luong: input)", "auto"),
+                ("output: the word the step predicts", "output"),
+                ("input: the word the step was fed", "input"),
+            ],
+            value="auto",
+            description="credit step t's attention to",
+            style=WIDE,
+            layout=widgets.Layout(width="520px"),
+        )
         self.image = widgets.Image(format="png")
         self.step_html = widgets.HTML()
         self.aer_label = widgets.HTML()
@@ -448,7 +488,8 @@ class AttentionExplorer:
             [
                 widgets.HBox([self.sentence_dropdown, self.sentence_text]),
                 widgets.HBox([self.mode_buttons, self.beam_slider]),
-                widgets.HBox([self.step_slider, self.temperature_slider, self.gold_toggle]),
+                widgets.HBox([self.step_slider, self.temperature_slider]),
+                widgets.HBox([self.gold_toggle, self.convention_dropdown]),
                 self.step_html,
                 widgets.HBox([self.aer_label, self.status]),
                 self.image,
@@ -471,6 +512,7 @@ class AttentionExplorer:
         self.beam_slider.observe(self._on_decode_change, names="value")
         for control in (self.step_slider, self.temperature_slider, self.gold_toggle):
             control.observe(self._on_view_change, names="value")
+        self.convention_dropdown.observe(self._on_convention, names="value")
         self.decode()
 
     def _repr_mimebundle_(self, **kwargs):
@@ -491,6 +533,26 @@ class AttentionExplorer:
     def _on_view_change(self, change: dict) -> None:
         if not self._syncing:
             self.render()
+
+    def _on_convention(self, change: dict) -> None:
+        self._score_views()
+        self.render()
+
+    def _score_views(self) -> None:
+        """Give each view gold links and AER under the chosen convention; enable the gold toggle if any."""
+        example, choice = self.example, self.convention_dropdown.value
+        self.views = [
+            score_view(view, example, model_convention(model) if choice == "auto" else choice)
+            for model, view in zip(self.models, self.views, strict=True)
+        ]
+        has_gold = any(view.gold is not None for view in self.views)
+        self._syncing = True
+        try:
+            self.gold_toggle.disabled = not has_gold
+            if not has_gold:
+                self.gold_toggle.value = False
+        finally:
+            self._syncing = False
 
     # -- decoding ------------------------------------------------------------------------------------------
     @property
@@ -522,14 +584,11 @@ class AttentionExplorer:
             self._view(model, name, tokens, example, mode)
             for model, name in zip(self.models, self.names, strict=True)
         ]
+        self._score_views()
         self._syncing = True
         try:
             self.step_slider.max = max(len(view.tgt_tokens) for view in self.views) - 1
             self.step_slider.value = 0
-            has_gold = all(view.gold is not None for view in self.views)
-            self.gold_toggle.disabled = not has_gold
-            if not has_gold:
-                self.gold_toggle.value = False
         finally:
             self._syncing = False
         self.status.value = "<br>".join(f"<i>{m}</i>" for m in messages)
@@ -566,20 +625,7 @@ class AttentionExplorer:
         finally:
             model.train(was_training)
         weights = weights.detach().to("cpu", torch.float64).numpy()
-        convention = model_convention(model)
-        gold = possible = aer = None
-        if example is not None and example.possible and tgt_labels[: len(example.tgt)] == list(example.tgt):
-            shift = 1 if convention == "input" else 0
-            if len(tgt_labels) >= len(example.tgt) + shift:
-                gold = frozenset((i, j + shift) for i, j in example.sure)
-                possible = frozenset((i, j + shift) for i, j in example.possible)
-                links = attention_to_links(
-                    weights, convention=convention, src_len=len(tokens), tgt_len=len(example.tgt)
-                )
-                aer = alignment_error_rate(links, example.sure, example.possible)
-        return AttentionView(
-            name, src_labels, tgt_labels, weights, convention, predicted, gold, possible, aer
-        )
+        return AttentionView(name, src_labels, tgt_labels, weights, model_convention(model), predicted)
 
     def _search(self, model, src: torch.Tensor, src_valid_lens: torch.Tensor, mode: str):
         """Token ids (without <bos>/<eos>) and attention (num_steps, num_keys) of one decoded sentence."""
@@ -624,7 +670,12 @@ class AttentionExplorer:
             return "<i>gold alignment: the output differs from the reference; choose 'reference'</i>"
         if not show_gold:
             return "<i>tick 'gold alignment' to score the attention against it (AER)</i>"
-        parts = [f"{html.escape(v.name)}: <b>AER {v.aer:.2f}</b>" for v in self.views]
+        parts = [
+            f"{html.escape(v.name)}: <b>AER {v.aer:.2f}</b>"
+            if v.aer is not None
+            else f"{html.escape(v.name)}: no AER (its output differs from the reference)"
+            for v in self.views
+        ]
         return (
             "<span class='attn-aer'>" + " &middot; ".join(parts) + " (0 is perfect; lower is better)</span>"
         )

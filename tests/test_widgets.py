@@ -366,6 +366,7 @@ def test_explorer_runs_real_models_in_every_mode():
             assert view.weights.shape == (len(view.tgt_tokens), len(examples[0].src) + 1)
             np.testing.assert_allclose(view.weights.sum(-1), 1.0, rtol=1e-5)
     explorer.gold_toggle.value = True  # reference rows: the toy corpus has gold links
+    assert not explorer.gold_toggle.disabled
     assert all(0.0 <= v.aer <= 1.0 for v in explorer.views)
     assert bahdanau.training and luong.training  # decoding left the models' modes alone
 
@@ -421,3 +422,15 @@ def test_playground_rejects_bad_shapes():
         ScorePlayground(valid_len=9)
     with pytest.raises(ValueError, match=r"W_a has shape \(3, 3\), expected \(2, 2\)"):
         ScorePlayground(W_a=torch.eye(3))
+
+
+def test_convention_dropdown_rescores_and_shifts_the_gold_boxes(explorer):
+    explorer.gold_toggle.value = True
+    assert explorer.views[0].convention == "output" and explorer.aer == 0.0
+    explorer.convention_dropdown.value = "input"
+    assert explorer.views[0].convention == "input"
+    assert explorer.views[0].gold == frozenset({(0, 1), (1, 2), (2, 3)})
+    assert explorer.aer == 1.0  # the word-by-word model looks at word t while fed word t - 1
+    assert "AER 1.00" in explorer.aer_label.value
+    explorer.convention_dropdown.value = "auto"
+    assert explorer.aer == 0.0
