@@ -39,7 +39,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -1638,6 +1638,1360 @@ def concat_scores(queries, keys, W_a, v_a):
 
 
 # ----------------------------------------------------------------------------------------------------
+# Chapter 3: the seq2seq bottleneck
+
+
+def _cross_entropy_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, t, v = (_size(spec, n) for n in ("batch_size", "num_steps", "vocab_size"))
+    logits = _randn((b, t, v), gen, dtype, 2.0)
+    lens = _lengths(spec["tgt_valid_lens"], (b,), t, gen, "tgt_valid_lens", low=1)
+    labels = torch.randint(1, v, (b, t), generator=gen)
+    padding = torch.arange(t)[None, :] >= lens[:, None]
+    if spec["padding_labels"] == "pad":
+        labels = labels.masked_fill(padding, 0)
+    elif spec["padding_labels"] == "any":  # any id at all, <pad> included
+        labels = torch.where(padding, torch.randint(0, v, (b, t), generator=gen), labels)
+    else:
+        raise ValueError(f"padding_labels must be 'pad' or 'any', got {spec['padding_labels']!r}")
+    which = "<pad> (id 0)" if spec["padding_labels"] == "pad" else "arbitrary ids"
+    label = (
+        f"logits of shape {(b, t, v)} and dtype {spec['dtype']}, tgt_valid_lens {lens.tolist()}, padding "
+        f"labels {which}"
+    )
+    return Case(label, {"logits": logits, "tgt_out": labels, "tgt_valid_lens": lens}, spec, "the loss")
+
+
+def _token_losses(inputs: dict[str, Any], ignore_pad: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(losses (batch, T), real (batch, T) bool) for the cross-entropy variants."""
+    logits, labels, lens = inputs["logits"], inputs["tgt_out"], inputs["tgt_valid_lens"]
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    real = torch.arange(labels.shape[1])[None, :] < lens[:, None]
+    if ignore_pad:
+        real = labels != 0
+    return losses, real
+
+
+def _cross_entropy_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> torch.Tensor:
+        losses, real = _token_losses(inputs, ignore_pad=kind == "ignore_index")
+        masked = (losses * real).sum()
+        if kind == "unmasked":
+            return losses.mean()
+        if kind == "all_positions":
+            return masked / losses.numel()
+        if kind == "per_sentence":
+            return ((losses * real).sum(1) / real.sum(1)).mean()
+        if kind == "sum":
+            return masked
+        if kind == "one_more":
+            lens = inputs["tgt_valid_lens"]
+            extra = torch.arange(losses.shape[1])[None, :] <= lens[:, None]
+            return (losses * extra).sum() / extra.sum()
+        return masked / real.sum()  # ignore_index: the mask comes from the labels, not the lengths
+
+    return variant
+
+
+MASKED_CROSS_ENTROPY = Exercise(
+    "ch3.q1",
+    "masked_cross_entropy",
+    "Masked cross-entropy: a loss that ignores padding",
+    solution='''
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    """The mean cross-entropy over the real target tokens; padded positions contribute nothing.
+
+    logits: (batch_size, T, vocab_size); tgt_out: (batch_size, T) labels; tgt_valid_lens: (batch_size,),
+    the number of real tokens of each sentence (<eos> included).
+    Returns: a scalar tensor, the sum of -log p(y_t) over real tokens divided by the number of real tokens.
+    """
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")  # (batch_size, T)
+    real = torch.arange(tgt_out.shape[1], device=tgt_out.device)[None, :] < tgt_valid_lens[:, None]
+    return (losses * real).sum() / real.sum()
+''',
+    hint="`F.cross_entropy` wants the classes on axis 1: pass `logits.transpose(1, 2)` (batch, vocab, T) and "
+    "`reduction='none'` to get one loss per position, (batch, T). Build the mask of real positions from "
+    "`tgt_valid_lens` (as `sequence_mask` does), and divide the masked sum by the number of real tokens -- "
+    "not by batch_size * T, and not sentence by sentence.",
+    covers="padding labels <pad> or arbitrary; sentences of length 1 and without padding; float32 "
+    "and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 3,
+        "num_steps": 5,
+        "vocab_size": 7,
+        "dtype": "float32",
+        "tgt_valid_lens": "random",
+        "padding_labels": "pad",
+    },
+    specs=[
+        {"seed": 61, "tgt_valid_lens": [5, 2, 3]},
+        {"seed": 62, "batch_size": 2, "num_steps": 4, "tgt_valid_lens": [4, 4]},
+        {
+            "seed": 63,
+            "batch_size": 2,
+            "num_steps": 6,
+            "vocab_size": 5,
+            "tgt_valid_lens": [1, 6],
+            "dtype": "float64",
+        },
+        {
+            "seed": 64,
+            "batch_size": 4,
+            "num_steps": 5,
+            "tgt_valid_lens": [2, 5, 1, 3],
+            "padding_labels": "any",
+        },
+    ],
+    build=_cross_entropy_case,
+    call=lambda answer, i: answer(i["logits"], i["tgt_out"], i["tgt_valid_lens"]),
+    reference=lambda i: _resolve("attn_course.training.masked_cross_entropy")(
+        i["logits"], i["tgt_out"], i["tgt_valid_lens"]
+    ),
+    mistakes=[
+        Mistake(
+            "Padding is not masked: the loss averages over every position, padding included. Mask the "
+            "positions at or beyond `tgt_valid_lens`.",
+            _cross_entropy_variant("unmasked"),
+        ),
+        Mistake(
+            "The masked sum is divided by batch_size * T, padding included; divide by the number of real "
+            "tokens, `mask.sum()`, so that the loss does not shrink when a batch has more padding.",
+            _cross_entropy_variant("all_positions"),
+        ),
+        Mistake(
+            "You averaged each sentence, then the sentences: a 2-token sentence then weighs as much as a "
+            "20-token one. Average over all real tokens of the batch: `(losses * mask).sum() / mask.sum()`.",
+            _cross_entropy_variant("per_sentence"),
+        ),
+        Mistake(
+            "You returned the sum over real tokens; the loss is their mean.", _cross_entropy_variant("sum")
+        ),
+        Mistake(
+            "Off by one: position `tgt_valid_len` is already padding (the real tokens are 0 .. len-1).",
+            _cross_entropy_variant("one_more"),
+        ),
+        Mistake(
+            "You found the padding from the labels (e.g. `ignore_index=0`), but a padded position's label "
+            "can be any id; which positions are real is what `tgt_valid_lens` says.",
+            _cross_entropy_variant("ignore_index"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"Expected target size|Expected input batch_size|only batches of spatial targets",
+            "`F.cross_entropy` expects the classes on axis 1: logits (batch, vocab, T) with labels "
+            "(batch, T), so pass `logits.transpose(1, 2)` (or flatten both to (batch * T, ...)).",
+        ),
+    ],
+    package=["attn_course.training.masked_cross_entropy"],
+)
+
+
+def _final_state_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, s, h = (_size(spec, n) for n in ("batch_size", "num_steps", "num_hiddens"))
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    outputs = _randn((b, s, h), gen, dtype)
+    label = f"outputs of shape {(b, s, h)} and dtype {spec['dtype']}, valid_lens {lens.tolist()}"
+    return Case(label, {"outputs": outputs, "valid_lens": lens}, spec, "the final states")
+
+
+def _final_state_reference(inputs: dict[str, Any]) -> torch.Tensor:
+    outputs, lens = inputs["outputs"], inputs["valid_lens"]
+    return outputs[torch.arange(outputs.shape[0]), lens - 1]
+
+
+def _masked_mean(inputs: dict[str, Any]) -> torch.Tensor:
+    outputs, lens = inputs["outputs"], inputs["valid_lens"]
+    real = (torch.arange(outputs.shape[1])[None, :] < lens[:, None]).to(outputs.dtype)
+    return (outputs * real[..., None]).sum(1) / real.sum(1, keepdim=True)
+
+
+FINAL_STATE = Exercise(
+    "ch3.q2",
+    "final_state",
+    "The final state of a padded batch: the context of the bottleneck",
+    solution='''
+def final_state(outputs, valid_lens):
+    """Each sentence's encoder output at its last real position: the fixed context of a seq2seq without
+    attention, read without touching the padding.
+
+    outputs: (batch_size, num_steps, num_hiddens), right-padded; valid_lens: (batch_size,), each >= 1.
+    Returns: (batch_size, num_hiddens), row i = outputs[i, valid_lens[i] - 1].
+    """
+    rows = torch.arange(outputs.shape[0], device=outputs.device)
+    return outputs[rows, valid_lens - 1]
+''',
+    hint="Index two axes at once: `outputs[rows, valid_lens - 1]` with `rows = "
+    "torch.arange(batch_size)` picks "
+    "one position per sentence. The last real position of a sentence of length n is n - 1; `outputs[:, -1]` "
+    "is the last *padded* position, which for a short sentence is padding.",
+    covers="padded and unpadded sentences, sentences of length 1, float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 3,
+        "num_steps": 5,
+        "num_hiddens": 4,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 71, "valid_lens": [5, 2, 3]},
+        {"seed": 72, "batch_size": 2, "num_steps": 1, "valid_lens": [1, 1]},
+        {
+            "seed": 73,
+            "batch_size": 4,
+            "num_steps": 6,
+            "num_hiddens": 3,
+            "valid_lens": [1, 6, 4, 2],
+            "dtype": "float64",
+        },
+    ],
+    build=_final_state_case,
+    call=lambda answer, i: answer(i["outputs"], i["valid_lens"]),
+    reference=_final_state_reference,
+    mistakes=[
+        Mistake(
+            "You took the last *padded* position, `outputs[:, -1]`: for a sentence shorter than the batch "
+            "that is padding, not its last word. Use each sentence's own `valid_len - 1`.",
+            lambda i: i["outputs"][:, -1],
+        ),
+        Mistake(
+            "You averaged the real positions: that is a summary of the sentence, but the bottleneck's "
+            "context is the state after its last real token, `outputs[i, valid_len - 1]`.",
+            _masked_mean,
+        ),
+        Mistake(
+            "You averaged every position, padding included. The context is the state at the last real "
+            "position, `outputs[i, valid_len - 1]`.",
+            lambda i: i["outputs"].mean(1),
+        ),
+        Mistake(
+            "You took the first position; the context is the state after the *last* real token.",
+            lambda i: i["outputs"][:, 0],
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"index \d+ is out of bounds for dimension",
+            "Off by one: a sentence of length n has its last real token at position n - 1 (positions "
+            "start at 0), so index with `valid_lens - 1`.",
+        ),
+    ],
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Chapter 4: Bahdanau's attention decoder
+
+
+def _gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden: int) -> dict[str, Any]:
+    scale = 1 / math.sqrt(hidden)
+    return {
+        "weight_ih": _randn((3 * hidden, input_size), gen, dtype, scale),
+        "weight_hh": _randn((3 * hidden, hidden), gen, dtype, scale),
+        "bias_ih": _randn((3 * hidden,), gen, dtype, scale),
+        "bias_hh": _randn((3 * hidden,), gen, dtype, scale),
+    }
+
+
+def _gru_cell(params: dict[str, torch.Tensor]) -> nn.GRUCell:
+    hidden3, input_size = params["weight_ih"].shape
+    cell = nn.GRUCell(input_size, hidden3 // 3).to(params["weight_ih"].dtype)
+    cell.load_state_dict(params)
+    return cell
+
+
+def _bahdanau_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, t, s = (_size(spec, n) for n in ("batch_size", "num_steps", "num_keys"))
+    e, h, enc, a = (_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size", "attn_hiddens"))
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    inputs = {
+        "embedded": _randn((b, t, e), gen, dtype),
+        "s_0": _randn((b, h), gen, dtype, 0.5),
+        "enc_outputs": _randn((b, s, enc), gen, dtype),
+        "valid_lens": lens,
+        "attention": {
+            "W_k.weight": _randn((a, enc), gen, dtype, 0.5),
+            "W_q.weight": _randn((a, h), gen, dtype, 0.5),
+            "w_v.weight": _randn((1, a), gen, dtype),
+        },
+        "rnn": _gru_params(gen, dtype, e + enc, h),
+    }
+    label = (
+        f"{t} steps, batch {b}, embed_size {e}, num_hiddens {h}, {s} source positions of size {enc}, "
+        f"valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(
+        label,
+        inputs,
+        spec,
+        ("the states", "the contexts", "the weights", "whether the steps re-project the keys"),
+    )
+
+
+def _bahdanau_parts(inputs: dict[str, Any]) -> tuple[nn.Module, nn.GRUCell, Any]:
+    """The package's AdditiveAttention with the case's weights, its memory of the source, and the GRU cell."""
+    p = inputs["attention"]
+    (a, enc), h = p["W_k.weight"].shape, p["W_q.weight"].shape[1]
+    attention = _package_attention("AdditiveAttention", enc, h, a).to(p["W_k.weight"].dtype)
+    attention.load_state_dict(p)
+    memory = attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], inputs["valid_lens"])
+    return attention, _gru_cell(inputs["rnn"]), memory
+
+
+def _bahdanau_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    """Run the learner's decoder loop; then again with W_k poisoned, to see whether it projects keys again."""
+    attention, rnn, memory = _bahdanau_parts(inputs)
+    result = fn(inputs["embedded"], inputs["s_0"], memory, attention, rnn)
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        return result
+    with torch.no_grad():
+        attention.W_k.weight.fill_(math.nan)
+    again = fn(inputs["embedded"], inputs["s_0"], memory, attention, rnn)
+    had_nan = any(isinstance(r, torch.Tensor) and bool(torch.isnan(r).any()) for r in result)
+    has_nan = any(isinstance(r, torch.Tensor) and bool(torch.isnan(r).any()) for r in again)
+    return (*result, has_nan and not had_nan)
+
+
+def _bahdanau_loop(
+    inputs: dict[str, Any],
+    *,
+    query: str = "previous",
+    order: str = "yc",
+    once: bool = False,
+    shift: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+    """Bahdanau's decoder over the teacher-forced steps, and its known-wrong variants."""
+    attention, rnn, memory = _bahdanau_parts(inputs)
+    embedded, s = inputs["embedded"], inputs["s_0"]
+    previous_context = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
+    states, contexts, weights = [], [], []
+    first = attention.attend(s[:, None], memory)
+    for t in range(embedded.shape[1]):
+        if query == "previous":
+            context, weight = first if once else attention.attend(s[:, None], memory)
+            parts = [embedded[:, t], context[:, 0]]
+            new_s = rnn(torch.cat(parts if order == "yc" else parts[::-1], -1), s)
+        else:  # attend with the new state, feeding the previous step's context to the GRU
+            new_s = rnn(torch.cat([embedded[:, t], previous_context], -1), s)
+            context, weight = attention.attend(new_s[:, None], memory)
+            previous_context = context[:, 0]
+        states.append(s if shift else new_s)
+        contexts.append(context[:, 0])
+        weights.append(weight[:, 0])
+        s = new_s
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1), False
+
+
+BAHDANAU_DECODE = Exercise(
+    "ch4.q1",
+    "bahdanau_decode",
+    "Bahdanau's decoder, step by step (query = s_{t-1})",
+    solution='''
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    """Run Bahdanau's decoder over T teacher-forced steps (Bahdanau et al. 2014, eqs. 4-6).
+
+    At step t: c_t, alpha_t = attend(s_{t-1}); s_t = GRU([e(y_{t-1}); c_t], s_{t-1}).
+    embedded: (batch_size, T, embed_size), the embeddings of <bos>, y_1, ..., y_{T-1};
+    s_0: (batch_size, num_hiddens); memory: attention.prepare(annotations, annotations, valid_lens), the keys
+    already projected; attention: attn_course's AdditiveAttention; rnn: nn.GRUCell(embed_size + enc_size,
+    num_hiddens).
+    Returns: states s_1..s_T (batch_size, T, num_hiddens), contexts c_1..c_T (batch_size, T, enc_size),
+    weights alpha_1..alpha_T (batch_size, T, num_keys).
+    """
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        context, weight = attention.attend(s[:, None, :], memory)          # query: the previous state
+        s = rnn(torch.cat([embedded[:, t], context[:, 0]], dim=-1), s)     # then update the state
+        states.append(s)
+        contexts.append(context[:, 0])
+        weights.append(weight[:, 0])
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+''',
+    hint="Loop over t. First attend with the state you have, s_{t-1}: `attention.attend(s[:, None, "
+    ":], memory)` "
+    "(a query axis of size 1) gives the context (batch, 1, enc_size) and the weights (batch, 1, "
+    "num_keys). Then "
+    "update the state: `s = rnn(torch.cat([embedded[:, t], context[:, 0]], -1), s)`. Collect s_t, c_t and "
+    "alpha_t, and stack them along axis 1. Never call `attention(...)` itself: that would project the keys "
+    "again.",
+    covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_steps": 4,
+        "num_keys": 5,
+        "embed_size": 3,
+        "num_hiddens": 6,
+        "enc_size": 4,
+        "attn_hiddens": 5,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 81, "valid_lens": [5, 3]},
+        {"seed": 82, "batch_size": 3, "num_steps": 3, "num_keys": 1, "valid_lens": [1, 1, 1]},
+        {
+            "seed": 83,
+            "num_steps": 5,
+            "num_keys": 6,
+            "embed_size": 4,
+            "enc_size": 4,
+            "valid_lens": [2, 6],
+            "dtype": "float64",
+        },
+    ],
+    build=_bahdanau_case,
+    call=_bahdanau_call,
+    reference=_bahdanau_loop,
+    mistakes=[
+        Mistake(
+            "The attention at step t uses the new state s_t, where Bahdanau's decoder needs the previous "
+            "one, s_{t-1}: attend first (with the state you have), then run the GRU on [e(y_{t-1}); c_t].",
+            lambda i: _bahdanau_loop(i, query="current"),
+        ),
+        Mistake(
+            "The GRU's input is [e(y_{t-1}); c_t] -- the embedding first, then the context: the cell's "
+            "weights were trained for that order.",
+            lambda i: _bahdanau_loop(i, order="cy"),
+        ),
+        Mistake(
+            "The context never changes: it must be recomputed at every step from the current s_{t-1}; "
+            "yours is the one from s_0.",
+            lambda i: _bahdanau_loop(i, once=True),
+        ),
+        Mistake(
+            "Off by one: the states to return are s_1..s_T, the state after each step; yours start at s_0.",
+            lambda i: _bahdanau_loop(i, shift=True),
+        ),
+        Mistake(
+            "The steps project the keys again (e.g. by calling `attention(query, keys, ...)`): the memory "
+            "already holds W_k h_j; call `attention.attend(query, memory)` at every step.",
+            lambda i: (*_bahdanau_loop(i)[:3], True),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"queries has shape \(\d+, \d+\), expected",
+            "`attention.attend` wants queries (batch_size, num_queries, query_size): give the state a "
+            "query axis, `s[:, None, :]`.",
+        ),
+        ErrorHint(
+            r"input has inconsistent input_size|Expected hidden size|size mismatch|mat1 and mat2",
+            "The GRU cell takes [e(y_{t-1}); c_t] of size embed_size + enc_size and the state s_{t-1} "
+            "(batch_size, num_hiddens): squeeze the query axis of the context (`context[:, 0]`) before "
+            "concatenating.",
+        ),
+    ],
+    package=["attn_course.decoders.BahdanauDecoder"],
+)
+
+
+def _links_case(spec: dict[str, Any]) -> Case:
+    gen = _generator(spec)
+    src, tgt = _size(spec, "src_len"), _size(spec, "tgt_len")
+    grid = [(i, j) for i in range(src) for j in range(tgt)]
+    draw = torch.rand(len(grid), 3, generator=gen).tolist()
+    possible = {link for link, (p, _, _) in zip(grid, draw, strict=True) if p < spec["possible_rate"]}
+    sure = {link for link, (p, q, _) in zip(grid, draw, strict=True) if link in possible and q < 0.6}
+    kind = spec["predicted"]
+    if kind == "argmax":  # one source word per target word, like attention_to_links
+        picks = torch.randint(0, src, (tgt,), generator=gen).tolist()
+        predicted = {(i, j) for j, i in enumerate(picks)}
+    elif kind in ("sure", "possible", "empty"):
+        predicted = {"sure": set(sure), "possible": set(possible), "empty": set()}[kind]
+    else:
+        raise ValueError(f"predicted must be 'argmax', 'sure', 'possible' or 'empty', got {kind!r}")
+    if not sure and not predicted:
+        sure = {(0, 0)}
+        possible.add((0, 0))
+    label = (
+        f"{src} source and {tgt} target words: |A| = {len(predicted)} predicted, |S| = {len(sure)} sure, "
+        f"|P| = {len(possible)} possible links"
+    )
+    return Case(label, {"predicted": predicted, "sure": sure, "possible": possible}, spec, "the AER")
+
+
+def _aer_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> float | None:
+        a, s, p = inputs["predicted"], inputs["sure"], inputs["possible"]
+        if kind == "sure_only":
+            return 1 - 2 * len(a & s) / (len(a) + len(s))
+        if kind == "possible_denominator":
+            return 1 - (len(a & s) + len(a & p)) / (len(a) + len(p)) if a or p else None
+        if kind == "score":
+            return (len(a & s) + len(a & p)) / (len(a) + len(s))
+        if kind == "possible_only":
+            return 1 - 2 * len(a & p) / (len(a) + len(s))
+        if kind == "precision":
+            return 1 - len(a & p) / len(a) if a else None
+        return None
+
+    return variant
+
+
+ALIGNMENT_ERROR_RATE = Exercise(
+    "ch4.q2",
+    "alignment_error_rate",
+    "Alignment error rate (AER) against sure and possible links",
+    solution='''
+def alignment_error_rate(predicted, sure, possible):
+    """Och & Ney's alignment error rate (2000, eq. 6), lower is better:
+    AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|).
+
+    predicted (A), sure (S), possible (P): sets of (src_index, tgt_index) links, with S ⊆ P.
+    Returns: a float in [0, 1].
+    """
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
+''',
+    hint="Sets make it one line: `len(A & S)` counts the predicted links that are sure, `len(A & P)` "
+    "those that "
+    "are at least possible. A possible-but-not-sure link is never an error and never required, so P appears "
+    "only in the numerator and S only in the denominator.",
+    covers="argmax alignments, A = S (AER 0), A = P, an empty prediction, sure = possible",
+    defaults={"seed": 0, "src_len": 5, "tgt_len": 6, "possible_rate": 0.35, "predicted": "argmax"},
+    specs=[
+        {"seed": 91},
+        {"seed": 92, "src_len": 7, "tgt_len": 5, "predicted": "sure"},
+        {"seed": 93, "src_len": 4, "tgt_len": 4, "predicted": "possible", "possible_rate": 0.5},
+        {"seed": 94, "src_len": 6, "tgt_len": 3, "predicted": "empty"},
+        {"seed": 95, "src_len": 8, "tgt_len": 8, "possible_rate": 0.25},
+    ],
+    build=_links_case,
+    call=lambda answer, i: answer(i["predicted"], i["sure"], i["possible"]),
+    reference=lambda i: _resolve("attn_course.metrics.alignment_error_rate")(
+        i["predicted"], i["sure"], i["possible"]
+    ),
+    mistakes=[
+        Mistake(
+            "You counted only the sure links as correct: a predicted link that is merely possible is not an "
+            "error either. The numerator is |A ∩ S| + |A ∩ P|.",
+            _aer_variant("sure_only"),
+        ),
+        Mistake(
+            "The denominator is |A| + |S| (the sure links are the ones that must be found), not |A| + |P|.",
+            _aer_variant("possible_denominator"),
+        ),
+        Mistake(
+            "You returned the agreement, 1 - AER; AER is an error rate: 0 is a perfect alignment.",
+            _aer_variant("score"),
+        ),
+        Mistake(
+            "Both counts in the numerator used P: it is |A ∩ S| + |A ∩ P|, so a sure link counts twice and a "
+            "merely possible link once.",
+            _aer_variant("possible_only"),
+        ),
+        Mistake(
+            "That is 1 - precision, which ignores the sure links that were missed; AER also divides by "
+            "|A| + |S|.",
+            _aer_variant("precision"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"unsupported operand type\(s\) for &",
+            "The links come as Python sets: use `predicted & sure` for the intersection.",
+        ),
+    ],
+    package=["attn_course.metrics.alignment_error_rate", "attn_course.metrics.corpus_alignment_error_rate"],
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Chapter 5: Luong's attention
+
+
+def _location_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, q, qs = (_size(spec, n) for n in ("batch_size", "num_queries", "query_size"))
+    max_len, k = _size(spec, "max_len"), _size(spec, "num_keys")
+    if k > max_len:
+        raise ValueError(f"num_keys must be <= max_len = {max_len}, got {k}")
+    lens = _lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
+    inputs = {
+        "queries": _randn((b, q, qs), gen, dtype),
+        "W_a": _randn((max_len, qs), gen, dtype),
+        "num_keys": k,
+        "valid_lens": lens,
+    }
+    label = (
+        f"queries {(b, q, qs)}, W_a {(max_len, qs)} (max_len {max_len}), num_keys {k}, {_lens_text(lens)}, "
+        f"dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, "the weights")
+
+
+def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
+    scores = _resolve("attn_course.scoring.location_scores")(
+        inputs["queries"], inputs["W_a"], inputs["num_keys"]
+    )
+    return _resolve("attn_course.masking.masked_softmax")(scores, inputs["valid_lens"])
+
+
+def _location_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> torch.Tensor:
+        scores = inputs["queries"] @ inputs["W_a"].T  # (batch, num_queries, max_len)
+        k, lens = inputs["num_keys"], inputs["valid_lens"]
+        if kind == "uncut":
+            return _finite_masked_softmax(scores, lens)
+        if kind == "cut_after":
+            return F.softmax(scores, -1)[..., :k]
+        scores = scores[..., :k]
+        if kind == "unmasked":
+            return F.softmax(scores, -1)
+        return _finite_masked_softmax(scores, lens, dim=1)  # wrong axis
+
+    return variant
+
+
+LOCATION_WEIGHTS = Exercise(
+    "ch5.q1",
+    "location_weights",
+    "Luong's location-based attention, masked",
+    solution='''
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    """Luong's location-based weights a_t = softmax(W_a h_t) over the source positions (Luong et al. 2015,
+    eq. 9), cut to the batch's num_keys positions and masked to each valid length.
+
+    queries: (batch_size, num_queries, query_size); W_a: (max_len, query_size), the weight of
+    nn.Linear(query_size, max_len, bias=False); num_keys <= max_len: the batch's padded source length;
+    valid_lens: None, (batch_size,) or (batch_size, num_queries).
+    Returns: weights (batch_size, num_queries, num_keys).
+    """
+    scores = queries @ W_a[:num_keys].T  # one score per source position: (batch, num_queries, num_keys)
+    return masked_softmax(scores, valid_lens)
+''',
+    hint="The scores do not look at the keys at all: one score per source *position*, `queries @ "
+    "W_a.T`. A batch "
+    "has only num_keys positions, so keep the first num_keys rows of W_a (`W_a[:num_keys]`), then apply "
+    "`masked_softmax` so that positions beyond each valid length get weight 0.",
+    covers="num_keys below and equal to max_len; valid_lens None, (batch_size,) and (batch_size, "
+    "num_queries); "
+    "rows of valid length 0; one key; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_queries": 3,
+        "query_size": 4,
+        "max_len": 7,
+        "num_keys": 5,
+        "dtype": "float32",
+        "valid_lens": "random",
+        "per_query": False,
+    },
+    specs=[
+        {"seed": 101, "valid_lens": [3, 5]},
+        {"seed": 102, "num_keys": 7, "valid_lens": None},
+        {
+            "seed": 103,
+            "batch_size": 3,
+            "num_queries": 2,
+            "num_keys": 4,
+            "per_query": True,
+            "valid_lens": [[1, 4], [0, 2], [4, 3]],
+        },
+        {"seed": 104, "num_queries": 1, "num_keys": 1, "valid_lens": [1, 0], "dtype": "float64"},
+    ],
+    build=_location_case,
+    call=lambda answer, i: answer(i["queries"], i["W_a"], i["num_keys"], i["valid_lens"]),
+    reference=_location_reference,
+    mistakes=[
+        Mistake(
+            "The weights cover all max_len positions W_a can score; a batch has only num_keys of them: keep "
+            "the first num_keys rows of W_a (`W_a[:num_keys]`).",
+            _location_variant("uncut"),
+        ),
+        Mistake(
+            "You normalised over all max_len positions and cut afterwards, so each row's weights do not sum "
+            "to 1 and padding is not masked. Cut W_a to num_keys rows first, then `masked_softmax`.",
+            _location_variant("cut_after"),
+        ),
+        Mistake(
+            "The mask is not applied: positions beyond valid_lens get weight. Use `masked_softmax(scores, "
+            "valid_lens)`.",
+            _location_variant("unmasked"),
+        ),
+        Mistake(
+            "The softmax runs over the wrong axis: each query's weights over the source positions must sum "
+            "to 1 (the last axis).",
+            _location_variant("wrong_axis"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"mat1 and mat2 shapes|size mismatch|must match the size",
+            "W_a is (max_len, query_size), the weight of nn.Linear(query_size, max_len): the scores are "
+            "`queries @ W_a.T`, one per position.",
+        ),
+    ],
+    package=["attn_course.scoring.location_scores"],
+)
+
+
+def _luong_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, s = _size(spec, "batch_size"), _size(spec, "num_keys")
+    e, h, enc = (_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size"))
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    inputs = {
+        "y_emb": _randn((b, e), gen, dtype),
+        "h_prev": _randn((b, h), gen, dtype, 0.5),
+        "feed": _randn((b, h), gen, dtype, 0.5),
+        "enc_outputs": _randn((b, s, enc), gen, dtype),
+        "valid_lens": lens,
+        "W_a": _randn((h, enc), gen, dtype, 0.5),
+        "rnn": _gru_params(gen, dtype, e + h, h),
+        "W_c": _randn((h, enc + h), gen, dtype, 1 / math.sqrt(enc + h)),
+    }
+    label = (
+        f"batch {b}, embed_size {e}, num_hiddens {h}, {s} source positions of size {enc}, "
+        f"valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, ("h_t", "the attentional state h̃_t", "the weights a_t"))
+
+
+def _luong_parts(inputs: dict[str, Any]) -> tuple[nn.Module, nn.GRUCell, Any]:
+    """The package's LuongAttention ("general") with the case's W_a, its memory, and the GRU cell."""
+    h, enc = inputs["W_a"].shape
+    attention = _package_attention("LuongAttention", "general", h, enc).to(inputs["W_a"].dtype)
+    attention.load_state_dict({"W_a.weight": inputs["W_a"]})
+    memory = attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], inputs["valid_lens"])
+    return attention, _gru_cell(inputs["rnn"]), memory
+
+
+def _luong_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    attention, rnn, memory = _luong_parts(inputs)
+    return fn(inputs["y_emb"], inputs["h_prev"], inputs["feed"], memory, attention, rnn, inputs["W_c"])
+
+
+def _luong_step(
+    inputs: dict[str, Any],
+    *,
+    query: str = "current",
+    feed: str = "feed",
+    order: str = "ch",
+    tanh: bool = True,
+    input_order: str = "yf",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of Luong's decoder with input feeding, and its known-wrong variants."""
+    attention, rnn, memory = _luong_parts(inputs)
+    y, h_prev = inputs["y_emb"], inputs["h_prev"]
+    fed = inputs["feed"] if feed == "feed" else h_prev
+    h_t = rnn(torch.cat([y, fed] if input_order == "yf" else [fed, y], -1), h_prev)
+    context, weights = attention.attend((h_t if query == "current" else h_prev)[:, None], memory)
+    pair = [context[:, 0], h_t] if order == "ch" else [h_t, context[:, 0]]
+    attentional = torch.cat(pair, -1) @ inputs["W_c"].T
+    return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
+
+
+LUONG_STEP = Exercise(
+    "ch5.q2",
+    "luong_step",
+    "Luong's attentional state with input feeding",
+    solution='''
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    """One step of Luong's decoder with input feeding (Luong et al. 2015, sec. 3 and 3.3).
+
+    h_t = GRU([e(y_{t-1}); h̃_{t-1}], h_{t-1}); c_t, a_t = attend(h_t); h̃_t = tanh(W_c [c_t; h_t]).
+    y_emb: (batch_size, embed_size); h_prev: h_{t-1} (batch_size, num_hiddens); feed: h̃_{t-1} (batch_size,
+    num_hiddens); memory, attention: a prepared LuongAttention; rnn: nn.GRUCell(embed_size + num_hiddens,
+    num_hiddens); W_c: (num_hiddens, enc_size + num_hiddens).
+    Returns: h_t and h̃_t (batch_size, num_hiddens), a_t (batch_size, num_keys).
+    """
+    h_t = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)               # input feeding: h̃_{t-1} joins the input
+    context, weights = attention.attend(h_t[:, None, :], memory)       # Luong attends with the *current* h_t
+    attentional = torch.tanh(torch.cat([context[:, 0], h_t], dim=-1) @ W_c.T)
+    return h_t, attentional, weights[:, 0]
+''',
+    hint="Three lines, in Luong's order: run the GRU first, on `torch.cat([y_emb, feed], -1)` (input "
+    "feeding: "
+    "the previous attentional state joins the input); attend with the new state, "
+    "`attention.attend(h_t[:, None, :], memory)`; then h̃_t = tanh of `torch.cat([context[:, 0], h_t], -1) @ "
+    "W_c.T` -- the context first.",
+    covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_keys": 5,
+        "embed_size": 3,
+        "num_hiddens": 4,
+        "enc_size": 6,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 111, "valid_lens": [5, 2]},
+        {"seed": 112, "batch_size": 3, "num_keys": 1, "valid_lens": [1, 1, 1]},
+        {
+            "seed": 113,
+            "num_keys": 6,
+            "embed_size": 5,
+            "num_hiddens": 5,
+            "enc_size": 5,
+            "valid_lens": [3, 6],
+            "dtype": "float64",
+        },
+    ],
+    build=_luong_case,
+    call=_luong_call,
+    reference=_luong_step,
+    mistakes=[
+        Mistake(
+            "h̃_t = tanh(W_c [c_t; h_t]): the context comes first. You built [h_t; c_t], so the halves of "
+            "W_c meet the wrong vectors.",
+            lambda i: _luong_step(i, order="hc"),
+        ),
+        Mistake(
+            "The attention used h_{t-1} where Luong's decoder needs the current state h_t (that is "
+            "Bahdanau's order): run the GRU first, then attend with its output.",
+            lambda i: _luong_step(i, query="previous"),
+        ),
+        Mistake(
+            "Input feeding feeds the previous *attentional* state h̃_{t-1} (`feed`), not the previous "
+            "hidden state h_{t-1}.",
+            lambda i: _luong_step(i, feed="h_prev"),
+        ),
+        Mistake(
+            "The GRU's input is [e(y_{t-1}); h̃_{t-1}] -- the embedding first.",
+            lambda i: _luong_step(i, input_order="fy"),
+        ),
+        Mistake("tanh is missing: h̃_t = tanh(W_c [c_t; h_t]).", lambda i: _luong_step(i, tanh=False)),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"queries has shape \(\d+, \d+\), expected",
+            "`attention.attend` wants queries (batch_size, num_queries, query_size): give h_t a query "
+            "axis, `h_t[:, None, :]`.",
+        ),
+        ErrorHint(
+            r"input has inconsistent input_size|Expected hidden size|size mismatch|mat1 and mat2",
+            "Check the sizes: the GRU takes [e(y_{t-1}); h̃_{t-1}] (embed_size + num_hiddens), and W_c "
+            "takes [c_t; h_t] (enc_size + num_hiddens) with the context's query axis squeezed "
+            "(`context[:, 0]`).",
+        ),
+    ],
+    package=["attn_course.decoders.LuongDecoder"],
+)
+
+
+def _local_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, q, s = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    window = _size(spec, "window")
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    # p_t = S_i * sigmoid(...): a real position in [0, S_i), as the local-p decoder predicts it.
+    centres = lens[:, None].to(dtype) * torch.sigmoid(_randn((b, q), gen, dtype, 2.0))
+    inputs = {
+        "scores": _randn((b, q, s), gen, dtype, 2.0),
+        "centres": centres,
+        "window": window,
+        "valid_lens": lens,
+    }
+    label = (
+        f"scores {(b, q, s)}, centres {[[round(c, 2) for c in row] for row in centres.tolist()]}, window "
+        f"D = {window}, valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, "the weights")
+
+
+def _local_weights(
+    inputs: dict[str, Any],
+    *,
+    sigma: str = "half",
+    cut: str = "both",
+    gaussian: bool = True,
+    renormalise: bool = False,
+    two: bool = True,
+    rounded: bool = False,
+) -> torch.Tensor:
+    """Local-p weights as LuongDecoder.align computes them, and known-wrong variants."""
+    scores, centres, window, lens = (
+        inputs["scores"],
+        inputs["centres"],
+        inputs["window"],
+        inputs["valid_lens"],
+    )
+    if rounded:
+        centres = centres.round()
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None] - centres[..., None]  # s - p_t: (batch, queries, keys)
+    padding = positions[None, None] >= lens[:, None, None]
+    outside = {
+        "both": (distance.abs() > window) | padding,
+        "padding": padding.expand_as(distance),
+        "window": distance.abs() > window,
+    }[cut]
+    weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
+        outside, 0.0
+    )
+    if gaussian:
+        s = window / 2 if sigma == "half" else window
+        weights = weights * torch.exp(-distance.square() / ((2 if two else 1) * s**2))
+    if renormalise:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights
+
+
+LOCAL_P_WEIGHTS = Exercise(
+    "ch5.q3",
+    "local_p_weights",
+    "Local-p attention: a window and a Gaussian around p_t",
+    solution='''
+def local_p_weights(scores, centres, window, valid_lens):
+    """Luong's local-p weights (Luong et al. 2015, sec. 3.2, eq. 10):
+    a_t(s) = align(h_t, h̄_s) * exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2,
+    where align is the softmax of the scores inside the window [p_t - D, p_t + D], cut to the real positions,
+    and 0 outside. As in the paper, the result is not renormalised.
+
+    scores: (batch_size, num_queries, num_keys); centres: p_t (batch_size, num_queries), real-valued;
+    window: D, an int; valid_lens: (batch_size,).
+    Returns: weights (batch_size, num_queries, num_keys).
+    """
+    positions = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]             # s - p_t
+    outside = (distance.abs() > window) | (positions >= valid_lens[:, None, None])
+    filled = scores.masked_fill(outside, torch.finfo(scores.dtype).min)
+    align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)
+    sigma = window / 2
+    return align * torch.exp(-distance**2 / (2 * sigma**2))
+''',
+    hint="Compute the distance s - p_t for every position (broadcast `positions[None, None, :]` against "
+    "`centres[:, :, None]`). Mask the positions outside the window (|s - p_t| > D) *and* the padding (s >= "
+    "valid_len), softmax the remaining scores, zero the masked weights, then multiply by the Gaussian "
+    "exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2. Keep p_t real-valued and do not renormalise.",
+    covers="windows of 1, 2 and 3; windows that reach past the start and the end of the sentence; padded and "
+    "length-1 sources; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_queries": 3,
+        "num_keys": 9,
+        "window": 2,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 121, "valid_lens": [9, 6]},
+        {"seed": 122, "window": 1, "valid_lens": [4, 9]},
+        {
+            "seed": 123,
+            "batch_size": 3,
+            "num_queries": 2,
+            "num_keys": 12,
+            "window": 3,
+            "valid_lens": [12, 7, 10],
+            "dtype": "float64",
+        },
+        {"seed": 124, "num_keys": 1, "window": 1, "valid_lens": [1, 1]},
+    ],
+    build=_local_case,
+    call=lambda answer, i: answer(i["scores"], i["centres"], i["window"], i["valid_lens"]),
+    reference=_local_weights,
+    mistakes=[
+        Mistake(
+            "sigma is D / 2 (Luong et al. set it empirically); you used sigma = D, a Gaussian twice as wide.",
+            lambda i: _local_weights(i, sigma="full"),
+        ),
+        Mistake(
+            "The Gaussian's exponent is -(s - p_t)^2 / (2 sigma^2): the factor 2 is missing.",
+            lambda i: _local_weights(i, two=False),
+        ),
+        Mistake(
+            "There is no window: positions further than D from p_t must get weight 0 (mask them before the "
+            "softmax), the Gaussian only favours the centre within it.",
+            lambda i: _local_weights(i, cut="padding"),
+        ),
+        Mistake(
+            "The window reaches past the end of the sentence: positions at or beyond valid_len are padding "
+            "and must be masked too.",
+            lambda i: _local_weights(i, cut="window"),
+        ),
+        Mistake(
+            "The Gaussian is missing: that is local-m's window alone; local-p multiplies the windowed "
+            "softmax by exp(-(s - p_t)^2 / (2 sigma^2)).",
+            lambda i: _local_weights(i, gaussian=False),
+        ),
+        Mistake(
+            "You renormalised after the Gaussian; Luong et al. do not, so the weights sum to at most 1.",
+            lambda i: _local_weights(i, renormalise=True),
+        ),
+        Mistake(
+            "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use "
+            "it as it is.",
+            lambda i: _local_weights(i, rounded=True),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"must match the size of tensor",
+            "Broadcast the distances: positions (1, 1, num_keys) minus centres (batch_size, num_queries, "
+            "1) gives (batch_size, num_queries, num_keys).",
+        ),
+    ],
+    package=["attn_course.decoders.LuongDecoder"],
+)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Chapter 6: decoding
+
+
+class ScriptedState(NamedTuple):
+    """The decoding state of a `ScriptedModel`: each sentence's source offsets and the step count."""
+
+    source: torch.Tensor
+    step: int
+
+    def index_select(self, index: torch.Tensor) -> ScriptedState:
+        return ScriptedState(self.source.index_select(0, index), self.step)
+
+
+class ScriptedDecoder(nn.Module):
+    """A decoder whose logits are a fixed function of the source, the previous token and the step:
+    logits_t = transitions[y_{t-1}] + source offsets + steps[t]. Same interface as the course's decoders."""
+
+    has_attention = False
+
+    def __init__(self, transitions: torch.Tensor, steps: torch.Tensor):
+        super().__init__()
+        self.transitions = nn.Parameter(transitions, requires_grad=False)
+        self.steps = nn.Parameter(steps, requires_grad=False)
+        self.vocab_size = transitions.shape[0]
+
+    def init_state(self, enc: torch.Tensor) -> ScriptedState:
+        return ScriptedState(enc, 0)
+
+    def step(self, y_prev: torch.Tensor, state: ScriptedState) -> tuple[torch.Tensor, ScriptedState, None]:
+        t = min(state.step, self.steps.shape[0] - 1)
+        logits = self.transitions[y_prev] + state.source + self.steps[t]
+        return logits, ScriptedState(state.source, state.step + 1), None
+
+
+class ScriptedModel(nn.Module):
+    """A stand-in for `attn_course.seq2seq.Seq2Seq` with the same decoding interface -- `encode(src,
+    src_valid_lens)`, `decoder.init_state(enc)`, `decoder.step(y_prev, state)` -- whose choices are fixed
+    by three tables, so that a decoding exercise can be checked exactly and quickly."""
+
+    def __init__(self, source_logits: torch.Tensor, transitions: torch.Tensor, steps: torch.Tensor):
+        super().__init__()
+        self.source_logits = nn.Parameter(source_logits, requires_grad=False)
+        self.decoder = ScriptedDecoder(transitions, steps)
+
+    def encode(self, src: torch.Tensor, src_valid_lens: torch.Tensor) -> torch.Tensor:
+        real = (torch.arange(src.shape[1])[None, :] < src_valid_lens[:, None]).to(self.source_logits.dtype)
+        return (self.source_logits[src] * real[..., None]).sum(1) / src_valid_lens[:, None]
+
+
+def _greedy_case(spec: dict[str, Any]) -> Case:
+    gen = _generator(spec)
+    b, s = _size(spec, "batch_size"), _size(spec, "num_keys")
+    v, max_len = _size(spec, "vocab_size", 5), _size(spec, "max_len")
+    bos, eos = 1, 2
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    src = torch.randint(3, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
+    steps = torch.zeros(max_len + 2, v)
+    steps[:, eos] = (torch.arange(max_len + 2) - max_len / 3) * spec["eos_ramp"]  # <eos> likelier as t grows
+    steps[:, [0, bos]] = -1e4  # <pad> and <bos> are never generated
+    inputs = {
+        "source_logits": _randn((v, v), gen, torch.float32, 1.5),
+        "transitions": _randn((v, v), gen, torch.float32, 2.0),
+        "steps": steps,
+        "src": src,
+        "src_valid_lens": lens,
+        "bos": bos,
+        "eos": eos,
+        "max_len": max_len,
+    }
+    label = (
+        f"a batch of {b} sources of lengths {lens.tolist()}, vocabulary {v}, <bos> 1, <eos> 2, "
+        f"max_len {max_len}"
+    )
+    return Case(label, inputs, spec, "the token lists")
+
+
+def _scripted_model(inputs: dict[str, Any]) -> ScriptedModel:
+    return ScriptedModel(inputs["source_logits"], inputs["transitions"], inputs["steps"]).eval()
+
+
+def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    return fn(
+        _scripted_model(inputs),
+        inputs["src"],
+        inputs["src_valid_lens"],
+        bos=inputs["bos"],
+        eos=inputs["eos"],
+        max_len=inputs["max_len"],
+    )
+
+
+def _greedy_reference(inputs: dict[str, Any]) -> list[list[int]]:
+    hypotheses = _resolve("attn_course.decoding.greedy_decode")(
+        _scripted_model(inputs),
+        inputs["src"],
+        inputs["src_valid_lens"],
+        bos=inputs["bos"],
+        eos=inputs["eos"],
+        max_len=inputs["max_len"],
+    )
+    return [h.tokens for h in hypotheses]
+
+
+def _rollout(inputs: dict[str, Any], steps: int, feed_bos: bool = False) -> list[list[int]]:
+    """Greedy choices for `steps` steps, never stopping (and feeding <bos> each step if feed_bos)."""
+    model = _scripted_model(inputs)
+    with torch.no_grad():
+        state = model.decoder.init_state(model.encode(inputs["src"], inputs["src_valid_lens"]))
+        y = torch.full((inputs["src"].shape[0],), inputs["bos"])
+        tokens = []
+        for _ in range(steps):
+            logits, state, _ = model.decoder.step(y, state)
+            choice = logits.argmax(-1)
+            tokens.append(choice)
+            y = torch.full_like(choice, inputs["bos"]) if feed_bos else choice
+    return torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(inputs["src"].shape[0])]
+
+
+def _cut(row: list[int], eos: int, keep_eos: bool = False) -> list[int]:
+    return row[: row.index(eos) + keep_eos] if eos in row else row
+
+
+def _greedy_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> list[list[int]]:
+        eos, max_len = inputs["eos"], inputs["max_len"]
+        if kind == "eos_kept":
+            return [_cut(r, eos, keep_eos=True) for r in _rollout(inputs, max_len)]
+        if kind == "no_stop":
+            return _rollout(inputs, max_len)
+        if kind == "feed_bos":
+            return [_cut(r, eos) for r in _rollout(inputs, max_len, feed_bos=True)]
+        if kind in ("max_len_minus", "max_len_plus"):
+            return [_cut(r, eos) for r in _rollout(inputs, max_len + (1 if kind == "max_len_plus" else -1))]
+        rows = _rollout(inputs, max_len)
+        ends = [r.index(eos) + 1 if eos in r else max_len for r in rows]
+        if kind == "first_stops_all":
+            stop = min(ends)
+            return [_cut(r[:stop], eos) for r in rows]
+        stop = max(ends)  # "all_stop": keeps going after a sentence's <eos>
+        return [[token for token in r[:stop] if token != eos] for r in rows]
+
+    return variant
+
+
+GREEDY_DECODE = Exercise(
+    "ch6.q1",
+    "greedy_decode",
+    "Batched greedy decoding that stops each sentence at its <eos>",
+    solution='''
+def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
+    """Greedy search for a batch: at every step each unfinished sentence takes its most likely token.
+
+    model: has `encode(src, src_valid_lens)`, `decoder.init_state(enc)` and `decoder.step(y_prev, state)
+    -> (logits (batch_size, vocab_size), state, weights)`; src: (batch_size, S);
+    src_valid_lens: (batch_size,).
+    max_len: the most tokens per sentence, <eos> included.
+    Returns: one list of token ids per sentence, without <bos> and <eos>; a sentence stops at its own <eos>.
+    """
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    y = torch.full((src.shape[0],), bos, dtype=torch.long)
+    tokens = [[] for _ in range(src.shape[0])]
+    finished = [False] * src.shape[0]
+    for _ in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(dim=-1)                          # feed back the model's own choice
+        for i, token in enumerate(y.tolist()):
+            if not finished[i]:
+                finished[i] = token == eos
+                if not finished[i]:
+                    tokens[i].append(token)
+        if all(finished):
+            break
+    return tokens
+''',
+    hint="Start from `state = model.decoder.init_state(model.encode(src, src_valid_lens))` and y = <bos> for "
+    "every sentence. At each of at most max_len steps: `logits, state, _ = model.decoder.step(y, state)`, "
+    "y = the argmax over the vocabulary (fed back at the next step). Keep a `finished` flag per sentence: a "
+    "sentence that produced <eos> takes no more tokens (and <eos> itself is not in its list). Stop when all "
+    "are finished.",
+    covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one",
+    defaults={
+        "seed": 0,
+        "batch_size": 4,
+        "num_keys": 5,
+        "vocab_size": 8,
+        "max_len": 8,
+        "eos_ramp": 1.0,
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 133},
+        {"seed": 137, "batch_size": 5, "max_len": 10},
+        {"seed": 138},
+        {"seed": 131, "batch_size": 3, "max_len": 1},
+        {"seed": 134, "batch_size": 1, "max_len": 6},
+    ],
+    build=_greedy_case,
+    call=_greedy_call,
+    reference=_greedy_reference,
+    mistakes=[
+        Mistake(
+            "The lists end with <eos>: leave it out (the token lists are the words, without <bos> and "
+            "<eos>).",
+            _greedy_variant("eos_kept"),
+        ),
+        Mistake(
+            "The sentences never stop: each must end at its own <eos>, and take no tokens after it.",
+            _greedy_variant("no_stop"),
+        ),
+        Mistake(
+            "Tokens after a sentence's <eos> were kept: once a sentence has produced <eos> it is finished, "
+            "even while the others go on.",
+            _greedy_variant("all_stop"),
+        ),
+        Mistake(
+            "The whole batch stopped when its first sentence produced <eos>; each sentence must go on until "
+            "its own <eos> (or max_len).",
+            _greedy_variant("first_stops_all"),
+        ),
+        Mistake(
+            "You fed <bos> at every step; feed back the token the model just chose: y_t becomes the input "
+            "of step t + 1.",
+            _greedy_variant("feed_bos"),
+        ),
+        Mistake(
+            "Off by one: a sentence without <eos> gets max_len tokens (max_len counts <eos> too); yours got "
+            "one fewer.",
+            _greedy_variant("max_len_minus"),
+        ),
+        Mistake(
+            "Off by one: a sentence without <eos> gets max_len tokens; yours got one more.",
+            _greedy_variant("max_len_plus"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"argument 'index'|index out of range in self|Expected tensor for argument",
+            "Feed the decoder a tensor of token ids of shape (batch_size,), dtype long: "
+            "`torch.full((batch_size,), bos, dtype=torch.long)` at the start, then the argmax.",
+        ),
+    ],
+    package=["attn_course.decoding.greedy_decode", "attn_course.decoding.beam_search"],
+)
+
+
+def _beam_case(spec: dict[str, Any]) -> Case:
+    gen = _generator(spec)
+    b, k, v = _size(spec, "batch_size"), _size(spec, "beam_size"), _size(spec, "vocab_size")
+    if k > v:
+        raise ValueError(f"beam_size must be <= vocab_size = {v}, got {k}")
+    log_probs = F.log_softmax(_randn((b, k, v), gen, torch.float64, 2.0), -1)
+    if spec["first_step"]:  # only the first beam is alive: all beams start equal, expand one
+        scores = torch.full((b, k), -math.inf, dtype=torch.float64)
+        scores[:, 0] = 0.0
+    else:
+        scores = -torch.rand(b, k, generator=gen, dtype=torch.float64) * 5
+    label = (
+        f"beam_scores {(b, k)}{' (first step: only beam 0 alive)' if spec['first_step'] else ''}, "
+        f"log_probs {(b, k, v)}, beam_size {k}"
+    )
+    return Case(
+        label,
+        {"beam_scores": scores, "log_probs": log_probs, "beam_size": k},
+        spec,
+        ("the scores", "the beams", "the tokens"),
+    )
+
+
+def _beam_step(
+    inputs: dict[str, Any],
+    *,
+    add: bool = True,
+    per_beam: bool = False,
+    swap: bool = False,
+    divide_by_beams: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One beam-search step as attn_course.decoding's beam search takes it, and known-wrong variants."""
+    scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
+    b, _, v = log_probs.shape
+    candidates = scores[:, :, None] + log_probs if add else log_probs
+    if per_beam:
+        best, tokens = candidates.max(-1)
+        return best, torch.arange(k).expand(b, k).clone(), tokens
+    top, index = candidates.reshape(b, -1).topk(k, dim=-1)
+    if swap:
+        return top, index % v, index // v
+    return top, index // (k if divide_by_beams else v), index % (k if divide_by_beams else v)
+
+
+BEAM_STEP = Exercise(
+    "ch6.q2",
+    "beam_step",
+    "One step of beam search: the best continuations over all beams",
+    solution='''
+def beam_step(beam_scores, log_probs, beam_size):
+    """Extend every beam by every token and keep the beam_size best continuations of each sentence.
+
+    beam_scores: (batch_size, beam_size), log P of each live prefix (-inf for an unused beam);
+    log_probs: (batch_size, beam_size, vocab_size), log p(next token | prefix) for each beam.
+    Returns: the new scores (batch_size, beam_size), best first; for each, the beam it extends and the token
+    it adds, both (batch_size, beam_size) long.
+    """
+    batch_size, _, vocab_size = log_probs.shape
+    candidates = (beam_scores[:, :, None] + log_probs).reshape(batch_size, -1)  # (batch, beam_size * vocab)
+    scores, index = candidates.topk(beam_size, dim=-1)
+    return scores, index // vocab_size, index % vocab_size
+''',
+    hint="A continuation's score is its prefix's score plus the token's log-probability: "
+    "`beam_scores[:, :, None] + log_probs`. Flatten the beams and tokens into one axis of beam_size * "
+    "vocab_size candidates per sentence and take `topk(beam_size)`; candidate c extends beam `c // "
+    "vocab_size` "
+    "with token `c % vocab_size`.",
+    covers="the first step (one live beam), later steps, beam size 1, beam_size * vocab_size candidates",
+    defaults={"seed": 0, "batch_size": 2, "beam_size": 3, "vocab_size": 7, "first_step": False},
+    specs=[
+        {"seed": 141},
+        {"seed": 142, "vocab_size": 5, "first_step": True},
+        {"seed": 143, "beam_size": 1, "vocab_size": 6},
+        {"seed": 144, "batch_size": 1, "beam_size": 4, "vocab_size": 4},
+    ],
+    build=_beam_case,
+    call=lambda answer, i: answer(i["beam_scores"], i["log_probs"], i["beam_size"]),
+    reference=_beam_step,
+    mistakes=[
+        Mistake(
+            "The prefixes' scores are not added: a continuation's score is log P(prefix) + log p(token | "
+            "prefix), `beam_scores[:, :, None] + log_probs`.",
+            lambda i: _beam_step(i, add=False),
+        ),
+        Mistake(
+            "You kept each beam's best token; beam search keeps the beam_size best of *all* beam_size * "
+            "vocab_size continuations, so one good beam can fill several places.",
+            lambda i: _beam_step(i, per_beam=True),
+        ),
+        Mistake(
+            "Beam and token are swapped: candidate c of the flattened (beam, token) grid extends beam "
+            "`c // vocab_size` with token `c % vocab_size`.",
+            lambda i: _beam_step(i, swap=True),
+        ),
+        Mistake(
+            "Divide by vocab_size, not beam_size, to recover the beam: the flattened index is beam * "
+            "vocab_size + token.",
+            lambda i: _beam_step(i, divide_by_beams=True),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"selected index k out of range",
+            "topk needs all beam_size * vocab_size candidates of a sentence in one axis: flatten with "
+            "`.reshape(batch_size, -1)` first.",
+        ),
+    ],
+)
+
+
+# ----------------------------------------------------------------------------------------------------
 # Registry
 
 #: Names every exercise cell of a chapter may use: the grader runs exactly this before the learner's cells.
@@ -1647,11 +3001,22 @@ PREAMBLES: dict[int, str] = {
     2: "import math  # noqa: F401\n\nimport torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n\n"
     "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    3: "import torch  # noqa: F401\nfrom torch.nn import functional as F  # noqa: F401\n",
+    4: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
+    5: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n\n"
+    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     1: (SEQUENCE_MASK, MASKED_SOFTMAX),
     2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES),
+    3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
+    4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
+    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
+    6: (GREEDY_DECODE, BEAM_STEP),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.

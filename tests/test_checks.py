@@ -303,6 +303,342 @@ def concat_no_expand(queries, keys, W_a, v_a):
     return (torch.tanh(torch.cat([queries[:, :, None], keys[:, None]], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
 
 
+def token_losses(logits, tgt_out, tgt_valid_lens):
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    return losses, mask
+
+
+def ce_unmasked(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out)
+
+
+def ce_over_all_positions(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return (losses * mask).sum() / losses.numel()
+
+
+def ce_per_sentence(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return ((losses * mask).sum(1) / tgt_valid_lens).mean()
+
+
+def ce_sum(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return (losses * mask).sum()
+
+
+def ce_ignore_index(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0)
+
+
+def ce_classes_last(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits, tgt_out)
+
+
+def state_last_padded(outputs, valid_lens):
+    return outputs[:, -1]
+
+
+def state_mean(outputs, valid_lens):
+    mask = torch.arange(outputs.shape[1])[None, :] < valid_lens[:, None]
+    return (outputs * mask[..., None]).sum(1) / valid_lens[:, None]
+
+
+def state_off_by_one(outputs, valid_lens):
+    return outputs[torch.arange(outputs.shape[0]), valid_lens]
+
+
+def state_first(outputs, valid_lens):
+    return outputs[:, 0]
+
+
+def bahdanau(
+    embedded,
+    s_0,
+    memory,
+    attention,
+    rnn,
+    *,
+    luong_order=False,
+    swap=False,
+    once=False,
+    shift=False,
+    forward=False,
+    no_axis=False,
+):
+    s, states, contexts, weights = s_0, [], [], []
+    context_prev = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
+    fixed = attention.attend(s[:, None], memory)
+    for t in range(embedded.shape[1]):
+        if luong_order:
+            s_new = rnn(torch.cat([embedded[:, t], context_prev], -1), s)
+            context, weight = attention.attend(s_new[:, None], memory)
+            context_prev = context[:, 0]
+        else:
+            if once:
+                context, weight = fixed
+            elif forward:
+                context = attention(s[:, None], memory.keys, memory.values, memory.valid_lens)
+                weight = attention.attention_weights
+            else:
+                context, weight = attention.attend(s if no_axis else s[:, None], memory)
+            x = [context[:, 0], embedded[:, t]] if swap else [embedded[:, t], context[:, 0]]
+            s_new = rnn(torch.cat(x, -1), s)
+        states.append(s if shift else s_new)
+        contexts.append(context[:, 0])
+        weights.append(weight[:, 0])
+        s = s_new
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+
+
+def bahdanau_queries_with_s_t(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, luong_order=True)
+
+
+def bahdanau_context_first(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, swap=True)
+
+
+def bahdanau_context_once(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, once=True)
+
+
+def bahdanau_returns_s_0(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, shift=True)
+
+
+def bahdanau_calls_forward(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, forward=True)
+
+
+def bahdanau_query_without_axis(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, no_axis=True)
+
+
+def aer_sure_only(predicted, sure, possible):
+    return 1 - 2 * len(predicted & sure) / (len(predicted) + len(sure))
+
+
+def aer_possible_denominator(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(possible))
+
+
+def aer_agreement(predicted, sure, possible):
+    return (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
+
+
+def aer_precision(predicted, sure, possible):
+    return 1 - len(predicted & possible) / max(len(predicted), 1)
+
+
+def location_uncut(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a.T, valid_lens)
+
+
+def location_cut_after(queries, W_a, num_keys, valid_lens=None):
+    return F.softmax(queries @ W_a.T, dim=-1)[..., :num_keys]
+
+
+def location_unmasked(queries, W_a, num_keys, valid_lens=None):
+    return F.softmax(queries @ W_a[:num_keys].T, dim=-1)
+
+
+def location_wrong_axis(queries, W_a, num_keys, valid_lens=None):
+    return softmax_wrong_axis(queries @ W_a[:num_keys].T, valid_lens)
+
+
+def location_untransposed(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a[:num_keys], valid_lens)
+
+
+def luong(
+    y_emb,
+    h_prev,
+    feed,
+    memory,
+    attention,
+    rnn,
+    W_c,
+    *,
+    hc=False,
+    previous=False,
+    feed_h=False,
+    feed_first=False,
+    tanh=True,
+    no_axis=False,
+):
+    fed = h_prev if feed_h else feed
+    h_t = rnn(torch.cat([fed, y_emb] if feed_first else [y_emb, fed], -1), h_prev)
+    query = h_prev if previous else h_t
+    context, weights = attention.attend(query if no_axis else query[:, None], memory)
+    pair = [h_t, context[:, 0]] if hc else [context[:, 0], h_t]
+    attentional = torch.cat(pair, -1) @ W_c.T
+    return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
+
+
+def luong_h_before_c(*args):
+    return luong(*args, hc=True)
+
+
+def luong_queries_with_h_prev(*args):
+    return luong(*args, previous=True)
+
+
+def luong_feeds_h_prev(*args):
+    return luong(*args, feed_h=True)
+
+
+def luong_feed_first(*args):
+    return luong(*args, feed_first=True)
+
+
+def luong_no_tanh(*args):
+    return luong(*args, tanh=False)
+
+
+def luong_query_without_axis(*args):
+    return luong(*args, no_axis=True)
+
+
+def local(
+    scores,
+    centres,
+    window,
+    valid_lens,
+    *,
+    sigma=None,
+    two=2,
+    use_window=True,
+    cut_padding=True,
+    gaussian=True,
+    renormalise=False,
+    rounded=False,
+):
+    centres = centres.round() if rounded else centres
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = torch.zeros_like(distance, dtype=torch.bool)
+    if use_window:
+        outside |= distance.abs() > window
+    if cut_padding:
+        outside |= positions >= valid_lens[:, None, None]
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    if gaussian:
+        sigma = window / 2 if sigma is None else sigma
+        weights = weights * torch.exp(-(distance**2) / (two * sigma**2))
+    return weights / weights.sum(-1, keepdim=True) if renormalise else weights
+
+
+def local_sigma_d(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, sigma=window)
+
+
+def local_no_two(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, two=1)
+
+
+def local_no_window(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, use_window=False)
+
+
+def local_window_past_end(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, cut_padding=False)
+
+
+def local_no_gaussian(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, gaussian=False)
+
+
+def local_renormalised(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, renormalise=True)
+
+
+def local_rounded(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, rounded=True)
+
+
+def greedy(
+    model,
+    src,
+    src_valid_lens,
+    *,
+    bos,
+    eos,
+    max_len,
+    keep_eos=False,
+    stop=True,
+    stop_all_at_first=False,
+    feed_bos=False,
+    steps_offset=0,
+):
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    y = torch.full((src.shape[0],), bos)
+    tokens = [[] for _ in range(src.shape[0])]
+    done = [False] * src.shape[0]
+    for _ in range(max_len + steps_offset):
+        logits, state, _ = model.decoder.step(y, state)
+        choice = logits.argmax(-1)
+        y = torch.full_like(choice, bos) if feed_bos else choice
+        for i, token in enumerate(choice.tolist()):
+            if done[i] and stop:
+                continue
+            if token == eos:
+                done[i] = True
+                if keep_eos or not stop:
+                    tokens[i].append(token)
+            else:
+                tokens[i].append(token)
+        if stop and (all(done) or (stop_all_at_first and any(done))):
+            break
+    return tokens
+
+
+def greedy_keeps_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, keep_eos=True)
+
+
+def greedy_never_stops(*args, **kwargs):
+    return greedy(*args, **kwargs, stop=False)
+
+
+def greedy_stops_at_first_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, stop_all_at_first=True)
+
+
+def greedy_feeds_bos(*args, **kwargs):
+    return greedy(*args, **kwargs, feed_bos=True)
+
+
+def greedy_one_step_short(*args, **kwargs):
+    return greedy(*args, **kwargs, steps_offset=-1)
+
+
+def beam_without_prefix_scores(beam_scores, log_probs, beam_size):
+    top, index = log_probs.reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_best_token_per_beam(beam_scores, log_probs, beam_size):
+    best, tokens = (beam_scores[:, :, None] + log_probs).max(-1)
+    return best, torch.arange(beam_size).expand_as(tokens), tokens
+
+
+def beam_swapped(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index % log_probs.shape[-1], index // log_probs.shape[-1]
+
+
+def beam_divided_by_beam_size(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // beam_size, index % beam_size
+
+
+def beam_topk_per_beam(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).topk(beam_size, dim=-1)
+    return top.reshape(top.shape[0], -1), index, index
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -341,6 +677,54 @@ MUTANTS = [
     ("ch2.q4", concat_tanh_outside, "tanh is applied after v_a"),
     ("ch2.q4", concat_softmaxed, "returned softmax weights"),
     ("ch2.q4", concat_no_expand, "torch.cat needs both halves shaped alike"),
+    ("ch3.q1", ce_unmasked, "Padding is not masked"),
+    ("ch3.q1", ce_over_all_positions, "divided by batch_size * T"),
+    ("ch3.q1", ce_per_sentence, "averaged each sentence, then the sentences"),
+    ("ch3.q1", ce_sum, "returned the sum"),
+    ("ch3.q1", ce_ignore_index, "can be any id"),
+    ("ch3.q1", ce_classes_last, "expects the classes on axis 1"),
+    ("ch3.q2", state_last_padded, "last *padded* position"),
+    ("ch3.q2", state_mean, "averaged the real positions"),
+    ("ch3.q2", state_off_by_one, "Off by one"),
+    ("ch3.q2", state_first, "took the first position"),
+    ("ch4.q1", bahdanau_queries_with_s_t, "needs the previous one, s_{t-1}"),
+    ("ch4.q1", bahdanau_context_first, "the embedding first"),
+    ("ch4.q1", bahdanau_context_once, "context never changes"),
+    ("ch4.q1", bahdanau_returns_s_0, "yours start at s_0"),
+    ("ch4.q1", bahdanau_calls_forward, "project the keys again"),
+    ("ch4.q1", bahdanau_query_without_axis, "give the state a query axis"),
+    ("ch4.q2", aer_sure_only, "only the sure links"),
+    ("ch4.q2", aer_possible_denominator, "not |A| + |P|"),
+    ("ch4.q2", aer_agreement, "1 - AER"),
+    ("ch4.q2", aer_precision, "1 - precision"),
+    ("ch5.q1", location_uncut, "keep the first num_keys rows"),
+    ("ch5.q1", location_cut_after, "cut afterwards"),
+    ("ch5.q1", location_unmasked, "mask is not applied"),
+    ("ch5.q1", location_wrong_axis, "wrong axis"),
+    ("ch5.q1", location_untransposed, "`queries @ W_a.T`"),
+    ("ch5.q2", luong_h_before_c, "You built [h_t; c_t]"),
+    ("ch5.q2", luong_queries_with_h_prev, "used h_{t-1} where Luong's decoder needs the current state h_t"),
+    ("ch5.q2", luong_feeds_h_prev, "not the previous hidden state h_{t-1}"),
+    ("ch5.q2", luong_feed_first, "the embedding first"),
+    ("ch5.q2", luong_no_tanh, "tanh is missing"),
+    ("ch5.q2", luong_query_without_axis, "give h_t a query axis"),
+    ("ch5.q3", local_sigma_d, "you used sigma = D"),
+    ("ch5.q3", local_no_two, "factor 2 is missing"),
+    ("ch5.q3", local_no_window, "There is no window"),
+    ("ch5.q3", local_window_past_end, "reaches past the end of the sentence"),
+    ("ch5.q3", local_no_gaussian, "The Gaussian is missing"),
+    ("ch5.q3", local_renormalised, "renormalised"),
+    ("ch5.q3", local_rounded, "p_t was rounded"),
+    ("ch6.q1", greedy_keeps_eos, "end with <eos>"),
+    ("ch6.q1", greedy_never_stops, "never stop"),
+    ("ch6.q1", greedy_stops_at_first_eos, "first sentence produced <eos>"),
+    ("ch6.q1", greedy_feeds_bos, "fed <bos> at every step"),
+    ("ch6.q1", greedy_one_step_short, "one fewer"),
+    ("ch6.q2", beam_without_prefix_scores, "scores are not added"),
+    ("ch6.q2", beam_best_token_per_beam, "kept each beam's best token"),
+    ("ch6.q2", beam_swapped, "Beam and token are swapped"),
+    ("ch6.q2", beam_divided_by_beam_size, "Divide by vocab_size"),
+    ("ch6.q2", beam_topk_per_beam, "shape (2, 9), expected (2, 3)"),
 ]
 
 
@@ -545,3 +929,87 @@ def test_set_up_cell_imports_the_graders_preamble_and_binds_every_question(path:
     assert f"{names} = checks.chapter({chapter})" in setup
     for i in range(len(checks.chapter(chapter))):
         assert f"q{i + 1}.check()" in code_cells(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# The references of the decoder exercises are the package's decoders, taken apart
+
+
+def copy_gru(cell_params: dict, rnn: nn.GRU) -> None:
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(rnn, f"{name}_l0").copy_(cell_params[name])
+
+
+def test_bahdanau_exercise_agrees_with_the_packages_bahdanau_decoder() -> None:
+    from attn_course.decoders import BahdanauDecoder
+    from attn_course.encoders import EncoderOutput
+
+    exercise = checks.EXERCISES["ch4.q1"]
+    case = exercise.cases()[0]
+    i = case.inputs
+    (a, enc), h = i["attention"]["W_k.weight"].shape, i["attention"]["W_q.weight"].shape[1]
+    e = i["embedded"].shape[-1]
+    decoder = BahdanauDecoder(11, e, h, enc_size=enc, attn_hiddens=a).eval()
+    decoder.attention.load_state_dict(i["attention"])
+    copy_gru(i["rnn"], decoder.rnn)
+    tgt_in = torch.randint(3, 11, i["embedded"].shape[:2])
+    inputs = dict(i, embedded=decoder.embedding(tgt_in).detach())
+    states, contexts, weights, _ = exercise._reference(inputs)
+    _, attention = decoder(tgt_in, EncoderOutput(i["enc_outputs"], i["s_0"][None], i["valid_lens"]))
+    torch.testing.assert_close(weights, attention)
+
+
+def test_luong_step_exercise_agrees_with_the_packages_luong_decoder_step() -> None:
+    from attn_course.decoders import DecoderState, LuongDecoder
+
+    exercise = checks.EXERCISES["ch5.q2"]
+    i = exercise.cases()[0].inputs
+    h, enc = i["W_a"].shape
+    e = i["y_emb"].shape[-1]
+    decoder = LuongDecoder(11, e, h, enc_size=enc, score="general", input_feeding=True).eval()
+    decoder.attention.load_state_dict({"W_a.weight": i["W_a"]})
+    copy_gru(i["rnn"], decoder.rnn)
+    with torch.no_grad():
+        decoder.W_c.weight.copy_(i["W_c"])
+    y_prev = torch.randint(3, 11, (i["y_emb"].shape[0],))
+    inputs = dict(i, y_emb=decoder.embedding(y_prev).detach())
+    h_t, attentional, weights = exercise._reference(inputs)
+    memory = decoder.attention.prepare(i["enc_outputs"], i["enc_outputs"], i["valid_lens"])
+    state = DecoderState(i["h_prev"][None], memory, i["feed"], 0, i["valid_lens"])
+    _, new_state, step_weights = decoder.step(y_prev, state)
+    torch.testing.assert_close(h_t, new_state.hidden[-1])
+    torch.testing.assert_close(attentional, new_state.feed)
+    torch.testing.assert_close(weights, step_weights)
+
+
+def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
+    from attn_course.decoders import LuongDecoder
+
+    decoder = LuongDecoder(11, 4, 6, enc_size=6, score="general", attention="local-p", window=2).eval()
+    keys, lens = torch.randn(3, 9, 6), torch.tensor([9, 5, 7])
+    queries = torch.randn(3, 4, 6)
+    memory = decoder.attention.prepare(keys, keys, lens)
+    inputs = {
+        "scores": decoder.attention._scores(queries, memory),
+        "centres": decoder.centres(queries, 0, lens),
+        "window": 2,
+        "valid_lens": lens,
+    }
+    expected = decoder.align(queries, memory, 0)[1]
+    torch.testing.assert_close(checks.EXERCISES["ch5.q3"]._reference(inputs), expected)
+
+
+def test_scripted_model_decodes_like_a_seq2seq_under_the_packages_greedy_search() -> None:
+    exercise = checks.EXERCISES["ch6.q1"]
+    lengths = {len(tokens) for case in exercise.cases() for tokens in exercise._reference(case.inputs)}
+    assert 0 in lengths and 8 in lengths and len(lengths) >= 6  # empty, cut by max_len, and in between
+
+
+def test_beam_step_of_size_one_is_the_greedy_choice() -> None:
+    exercise = checks.EXERCISES["ch6.q2"]
+    log_probs = F.log_softmax(torch.randn(3, 1, 7, dtype=torch.float64), -1)
+    scores, beams, tokens = exercise._reference(
+        {"beam_scores": torch.zeros(3, 1, dtype=torch.float64), "log_probs": log_probs, "beam_size": 1}
+    )
+    assert torch.equal(tokens[:, 0], log_probs[:, 0].argmax(-1)) and not beams.any()
