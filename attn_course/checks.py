@@ -536,7 +536,7 @@ class Exercise:
         """The verdict on the attempts (one per case, as `attempt` returns them)."""
         if len(attempts) != len(cases):
             return self._result(FAILED, f"only {len(attempts)} of {len(cases)} cases were run")
-        if any(a.get("status") == NOT_ATTEMPTED for a in attempts):
+        if attempts and all(a.get("status") == NOT_ATTEMPTED for a in attempts):
             return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
         passed, problems = 0, []
         for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
@@ -571,6 +571,11 @@ class Exercise:
                 if re.search(eh.pattern, text):
                     return 1, f"{eh.hint}\n(Your code raised {text}{where}.)"
             return 2, f"Your code raised {text}{where}."
+        if att.get("status") == NOT_ATTEMPTED:
+            return 1, (
+                "Your code raised NotImplementedError on this case: a branch is still unfinished (the "
+                "other cases ran)."
+            )
         if att.get("status") != "ok":
             return 2, "The attempt returned nothing that can be judged."
         expected = self._reference(_clone(case.inputs))

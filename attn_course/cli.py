@@ -82,12 +82,37 @@ def _parser() -> argparse.ArgumentParser:
         help="most a cell may print (default %(default)s)",
     )
     g.add_argument("--quiet", action="store_true", help="print only the summary line")
+    t = commands.add_parser(
+        "hidden-template",
+        help="print a --hidden file to start from: every exercise with the keys its cases accept",
+        description="Print a JSON template for `grade --hidden`: for each exercise, extra seeds (each reruns "
+        "every shipped case with that seed) and one extra case showing every key a case accepts, with its "
+        "default value. Edit it, keep it out of the student release, and pass it to `grade --hidden`.",
+    )
+    t.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="only these chapters (repeatable)",
+    )
     return parser
+
+
+def _hidden_template(chapters: Sequence[int] | None) -> dict:
+    return {
+        exercise.key: {"seeds": [1001, 1002], "cases": [dict(exercise.defaults, seed=1003)]}
+        for chapter in (chapters or checks.chapters())
+        for exercise in checks.chapter(chapter)
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 when the gradebook was written)."""
     args = _parser().parse_args(argv)
+    if args.command == "hidden-template":
+        print(json.dumps(_hidden_template(args.chapter), indent=2))
+        return 0
     hidden = None
     if args.hidden is not None:
         try:

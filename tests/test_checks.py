@@ -821,6 +821,17 @@ def test_a_library_not_implemented_error_is_an_error_not_a_missing_attempt() -> 
     assert result.status == checks.FAILED
 
 
+def test_an_unfinished_branch_is_incorrect_not_unattempted() -> None:
+    def per_sequence_only(scores, valid_lens=None):
+        if valid_lens is not None and valid_lens.dim() == 2:
+            raise NotImplementedError
+        return masked_softmax(scores.clone(), valid_lens)
+
+    result = checks.EXERCISES["ch1.q2"].evaluate(per_sequence_only)
+    assert result.status == checks.FAILED
+    assert "a branch is still unfinished" in result.message and "(batch_size, num_queries)" in result.message
+
+
 def test_result_renders_html_and_plain_text() -> None:
     result = checks.EXERCISES["ch1.q1"].evaluate(mask_inverted)
     bundle = result._rich()._repr_mimebundle_()
@@ -1013,3 +1024,14 @@ def test_beam_step_of_size_one_is_the_greedy_choice() -> None:
         {"beam_scores": torch.zeros(3, 1, dtype=torch.float64), "log_probs": log_probs, "beam_size": 1}
     )
     assert torch.equal(tokens[:, 0], log_probs[:, 0].argmax(-1)) and not beams.any()
+
+
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_solution_passes_the_hidden_template_cases_too(key: str) -> None:
+    from attn_course.cli import _hidden_template
+
+    exercise = checks.EXERCISES[key]
+    hidden = _hidden_template([int(key[2 : key.index(".")])])[key]
+    result = exercise.evaluate(define(key, exercise.solution_code), hidden)
+    assert result.passed, result.message
+    assert result.cases_total == 3 * len(exercise.specs) + 1

@@ -14,7 +14,7 @@ import pytest
 
 from attn_course import checks
 from attn_course.cli import main
-from attn_course.grading import Limits, grade, grade_submission
+from attn_course.grading import Limits, Sandboxes, grade, grade_submission
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
@@ -282,6 +282,28 @@ def test_malformed_hidden_inputs_stop_the_command_before_grading(
     assert not (tmp_path / "g.csv").exists()
 
 
+@pytest.fixture(scope="module")
+def sandboxes() -> Sandboxes:
+    with Sandboxes() as running:
+        yield running
+
+
+def test_the_total_time_limit_stops_a_slow_submission(tmp_path: Path, sandboxes: Sandboxes) -> None:
+    slow = notebook({"ch1.q1": "import time\ntime.sleep(2.5)\n" + Q1.solution_code})
+    limits = Limits(cell_timeout=3.0, total_timeout=1.5, memory_mb=5000)
+    result = grade_submission(write(tmp_path, "slow", slow), limits=limits, sandboxes=sandboxes)
+    assert [g.points for g in result.exercises.values()] == [0, 0]
+    assert "total time limit (1.5 s) ran out" in result.exercises["ch1.q1"].message
+    assert "ran out before this exercise was checked" in result.exercises["ch1.q2"].message
+
+
+def test_a_submission_graded_alone_gets_the_same_grade_as_in_a_batch(
+    tmp_path: Path, sandboxes: Sandboxes
+) -> None:
+    result = grade_submission(write(tmp_path, "frank", notebook()), limits=LIMITS, sandboxes=sandboxes)
+    assert result.student == "frank" and result.total == 2 and result.notes == []
+
+
 def test_a_notebook_without_exercises_is_noted_not_crashed(tmp_path: Path) -> None:
     path = write(
         tmp_path, "essay", {"cells": [{"cell_type": "markdown", "source": "no code"}], "metadata": {}}
@@ -302,3 +324,14 @@ def test_student_ids_can_come_from_metadata_and_merge_rows(tmp_path: Path) -> No
     assert list(csv.DictReader(out.open())) == [
         {"student": "erin", "ch1.q1": "1", "ch1.q2": "1", "total": "2"}
     ]
+
+
+def test_hidden_template_lists_every_exercise_and_is_accepted_by_the_grader(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from attn_course.grading import check_hidden
+
+    assert main(["hidden-template"]) == 0
+    template = json.loads(capsys.readouterr().out)
+    assert list(template) == list(checks.EXERCISES)
+    assert check_hidden(template) == template
