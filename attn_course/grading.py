@@ -449,8 +449,11 @@ def _call_exercise(
 ) -> None:
     """Call the learner's answer on every case (each with its own timer); save the attempts as plain data."""
     answer = namespace.get(exercise.name)
+    copied = next((d for d in exercise.package if answer is not None and answer is trusted._resolve(d)), None)
     if answer is None:
         attempts: Any = {"missing": True}
+    elif copied is not None:  # the package's own (switched-off) function, imported under the exercise's name
+        attempts = {"copied": copied}
     else:
         inputs = torch.load(job_dir / "inputs" / f"{exercise.key}.pt", weights_only=True)
         attempts = []
@@ -906,6 +909,13 @@ def _judge(
     if isinstance(attempts, dict) and attempts.get("missing"):
         extra = f" ({notes[0]})" if notes else ""
         return _zero(key, f"`{exercise.name}` is not defined after running its cell{extra}.", notes)
+    if isinstance(attempts, dict) and isinstance(attempts.get("copied"), str):
+        return _zero(
+            key,
+            f"0 points: `{exercise.name}` is the package's own `{attempts['copied']}`; the "
+            f"exercise is to write it yourself.",
+            notes,
+        )
     if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
         return _zero(key, "0 points: the results of the checks could not be read back.", notes)
     try:
