@@ -1,0 +1,190 @@
+"""How the benchmarks measure: interleaved A/B timings (median of N after warm-ups), peak memory, machine.
+
+Ratios are the claims, not absolute times: on a shared machine the absolute numbers drift with the load,
+so the configurations compared by one ratio are timed in alternation (A B B A A B ...) within one run, and
+each ratio is the ratio of their medians.
+
+The clock (`clock_name`): on the CPU, the process's CPU time (time.process_time), which counts the work the
+process did and not the time it waited for a core that other programs held; with one torch thread (the
+benchmarks' default) it is the compute time of the configuration. On CUDA, wall-clock time around
+torch.cuda.synchronize(), since the work happens on the GPU.
+
+Peak memory (`peak_memory`):
+- CUDA: torch.cuda.max_memory_allocated() after torch.cuda.reset_peak_memory_stats(), minus the memory
+  allocated before the run: the most tensor memory the configuration held at once beyond its inputs.
+- CPU (Linux): the growth of the process's peak resident set (VmHWM in /proc/self/status) during one run,
+  after resetting VmHWM to the current resident set (writing 5 to /proc/self/clear_refs) and returning
+  freed heap pages to the system (glibc malloc_trim), so that memory freed by an earlier configuration
+  cannot hide this one's. tracemalloc does not see torch's CPU tensors, hence this method. It counts every
+  page the run touches (tensors, autograd buffers, allocator slack), not only tensors, and has page
+  granularity (4 KiB); elsewhere than Linux it reports None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import gc
+import os
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+_STATUS = Path("/proc/self/status")
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait for queued GPU work so that a timer measures it (no-op on the CPU)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def clock_name(device: torch.device | str) -> str:
+    """Which clock `time_once` reads on this device."""
+    if torch.device(device).type == "cuda":
+        return "wall-clock (time.perf_counter) around torch.cuda.synchronize()"
+    return "process CPU time (time.process_time), all threads of the process"
+
+
+def timed_call(fn: Callable[[], T], device: torch.device | str) -> tuple[T, float]:
+    """fn()'s result and the seconds it took: CPU time of the process on the CPU, wall-clock with the GPU
+    work included on CUDA."""
+    if torch.device(device).type != "cuda":
+        start = time.process_time()
+        result = fn()
+        return result, time.process_time() - start
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return result, time.perf_counter() - start
+
+
+def time_once(fn: Callable[[], object], device: torch.device | str) -> float:
+    """Seconds one call of fn takes (see `timed_call`)."""
+    return timed_call(fn, device)[1]
+
+
+def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 1,
+                device: torch.device | str = "cpu") -> dict[str, list[float]]:
+    """Time every function `repeats` times, in alternation, after `warmup` untimed calls of each.
+
+    The order is reversed every round (A B C, C B A, A B C, ...), so a slow drift of the machine's load
+    weighs on each function alike. Returns the seconds of each call, per name.
+    """
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"repeats={repeats}, warmup={warmup}: expected repeats >= 1 and warmup >= 0")
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            fns[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            samples[name].append(time_once(fns[name], device))
+    return samples
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """Median, min, max and count of a list of timings (seconds)."""
+    return {"median_s": statistics.median(samples), "min_s": min(samples), "max_s": max(samples),
+            "n": len(samples)}
+
+
+def ratio(samples: dict[str, list[float]], slow: str, fast: str) -> float:
+    """median(slow) / median(fast): how many times faster `fast` is."""
+    return statistics.median(samples[slow]) / statistics.median(samples[fast])
+
+
+# --------------------------------------------------------------------------------------------- memory
+def _status_kib(field: str) -> int:
+    match = re.search(rf"^{field}:\s+(\d+) kB", _STATUS.read_text(), re.MULTILINE)
+    if match is None:
+        raise OSError(f"{field} not found in {_STATUS}")
+    return int(match.group(1))
+
+
+def _malloc_trim() -> None:
+    name = ctypes.util.find_library("c")
+    if name:
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(name).malloc_trim(0)
+
+
+def cpu_peak_supported() -> bool:
+    """Whether this system lets a process reset and read its own peak resident set (Linux)."""
+    try:
+        _status_kib("VmHWM")
+        with open(_CLEAR_REFS, "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_memory(fn: Callable[[], object], device: torch.device | str) -> dict[str, object]:
+    """Peak memory of one call of fn beyond what existed before it (see the module docstring).
+
+    Returns {"peak_bytes": int | None, "method": str}.
+    """
+    device = torch.device(device)
+    gc.collect()
+    if device.type == "cuda":
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        synchronize(device)
+        return {"peak_bytes": int(torch.cuda.max_memory_allocated(device) - before),
+                "method": "torch.cuda.max_memory_allocated minus memory allocated before"}
+    if not cpu_peak_supported():
+        return {"peak_bytes": None, "method": "unavailable (needs Linux /proc/self/clear_refs)"}
+    _malloc_trim()
+    with open(_CLEAR_REFS, "w") as f:
+        f.write("5")                                   # VmHWM := VmRSS
+    before = _status_kib("VmRSS")
+    fn()
+    return {"peak_bytes": int(max(_status_kib("VmHWM") - before, 0) * 1024),
+            "method": "growth of VmHWM (peak RSS, reset via /proc/self/clear_refs) after malloc_trim"}
+
+
+# --------------------------------------------------------------------------------------------- machine
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux, else platform.processor())."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: torch.device | str) -> dict[str, object]:
+    """What the numbers were measured on: CPU, cores, torch threads, versions, device, load."""
+    device = torch.device(device)
+    info: dict[str, object] = {
+        "cpu": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_model(),
+        "clock": clock_name(device),
+    }
+    with contextlib.suppress(OSError, AttributeError):
+        info["load_average_1_5_15"] = [round(x, 2) for x in os.getloadavg()]
+    with contextlib.suppress(ImportError):
+        import d2l
+        info["d2l"] = getattr(d2l, "__version__", "unknown")
+    return info

@@ -1,0 +1,172 @@
+"""Run the benchmarks: ``python -m benchmarks.run [--quick] [--device cpu|cuda] [--out benchmarks/results/]``.
+
+Prints a table of the claims (each ratio against its target) and writes every measurement, with the
+machine it ran on, to OUT/bench-DEVICE.json (bench-DEVICE-quick.json with --quick). Ratios are the
+claims; absolute times depend on the machine and its load. See benchmarks/measure.py for the methods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attn_course.runtime import get_device
+from benchmarks import suites
+from benchmarks.measure import machine_info
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# (name, where the ratio is in the results, target or None, what is compared)
+CLAIMS: list[tuple[str, tuple[str, ...], float | None, str]] = [
+    ("time to BLEU target", ("time_to_quality", "speedup"), 2.0,
+     "d2l-style / attn_course training seconds until held-out corpus BLEU >= target"),
+    ("train step, fixed shapes", ("training_throughput", "fixed", "speedup"), 1.3,
+     "attn_course / d2l-style target tokens per second, d2l's batches (num_steps)"),
+    ("train step, bucketed shapes", ("training_throughput", "bucketed", "speedup"), 1.3,
+     "attn_course / d2l-style target tokens per second, attn_course's batches"),
+    ("Bahdanau / no attention", ("attention_cost", "bahdanau", "attention_over_floor"), None,
+     "decoder fwd+bwd with attention / without (step loop both)"),
+    ("d2l Bahdanau / no attention", ("attention_cost", "bahdanau", "d2l_style_over_floor"), None,
+     "the textbook decoder against the same floor"),
+    ("Luong feeding / no attention",
+     ("attention_cost", "luong_general_input_feeding", "attention_over_floor"), None,
+     "general score, input feeding (step loop both)"),
+    ("Luong parallel / no attention", ("attention_cost", "luong_general_parallel", "attention_over_floor"),
+     None, "general score, no feeding (whole sequence both)"),
+    ("Luong concat / no attention", ("attention_cost", "luong_concat_parallel", "attention_over_floor"),
+     None, "concat score, no feeding (whole sequence both)"),
+    ("Luong parallel vs loop", ("luong_parallel", "speedup"), None,
+     "step loop / parallel path, fwd+bwd (target >= 5x on a GPU)"),
+    ("greedy batched vs one", ("decoding", "greedy", "speedup_batched_vs_one_at_a_time"), 20.0,
+     "one sentence at a time / batched, attn_course greedy"),
+    ("greedy vs d2l one at a time", ("decoding", "greedy", "speedup_vs_d2l_one_at_a_time"), None,
+     "d2l predict_seq2seq per sentence / attn_course batched"),
+    ("beam batched vs one", ("decoding", "beam", "speedup_batched_vs_one_at_a_time"), None,
+     "one sentence at a time / batched, beam search"),
+]
+
+GPU_TARGETS = {"Luong parallel vs loop": 5.0}
+
+
+def _get(results: dict[str, Any], path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(results, dict) or key not in results:
+            return None
+        results = results[key]
+    return results
+
+
+def claims(results: dict[str, Any], device: torch.device) -> list[dict[str, Any]]:
+    """Each claimed ratio with its target and whether it is met (None where there is no target)."""
+    rows = []
+    for name, path, target, meaning in CLAIMS:
+        if device.type == "cuda" and name in GPU_TARGETS:
+            target = GPU_TARGETS[name]
+        value = _get(results, path)
+        lower_bound = bool(_get(results, ("time_to_quality", "speedup_is_lower_bound"))) if path[0] == \
+            "time_to_quality" else False
+        met = None if target is None or value is None else value >= target
+        rows.append({"claim": name, "ratio": value, "lower_bound": lower_bound, "target": target, "met": met,
+                     "meaning": meaning})
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The claims as a fixed-width text table."""
+    lines = [f"{'claim':<30} {'ratio':>9} {'target':>7} {'met':>5}  meaning", "-" * 100]
+    for row in rows:
+        value = "n/a" if row["ratio"] is None else f"{'>=' if row['lower_bound'] else ''}{row['ratio']:.2f}x"
+        target = "" if row["target"] is None else f"{row['target']:.1f}x"
+        met = "" if row["met"] is None else ("yes" if row["met"] else "NO")
+        lines.append(f"{row['claim']:<30} {value:>9} {target:>7} {met:>5}  {row['meaning']}")
+    return "\n".join(lines)
+
+
+def _ttq_note(results: dict[str, Any]) -> str:
+    ttq = results.get("time_to_quality")
+    if not ttq:
+        return ""
+    parts = []
+    for name in ("attn_course", "d2l_style"):
+        r = ttq[name]
+        if r["reached"]:
+            parts.append(f"{name}: BLEU {r['final_bleu']:.1f} after {r['epochs']} epochs, "
+                         f"{r['seconds_to_target']:.1f} s of training")
+        else:
+            parts.append(f"{name}: not reached within {r['train_s']:.0f} s ({r['epochs']} epochs, "
+                         f"BLEU {r['final_bleu']})")
+    return "time to quality -- " + "; ".join(parts)
+
+
+def run(config: suites.Config, device: torch.device, only: Sequence[str] | None = None,
+        log=print) -> dict[str, Any]:
+    """Run the benchmarks (all, or those named in `only`) and return the JSON-ready results."""
+    started = time.perf_counter()
+    corpus = suites.make_corpus(config)
+    results: dict[str, Any] = {}
+    wanted = set(only or ("time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
+                          "decoding"))
+    model = None
+    if "time_to_quality" in wanted:
+        log("time to quality ...")
+        results["time_to_quality"], model = suites.time_to_quality(config, corpus, device)
+    for name in ("training_throughput", "attention_cost", "luong_parallel"):
+        if name in wanted:
+            log(f"{name.replace('_', ' ')} ...")
+            results[name] = getattr(suites, name)(config, corpus, device)
+    if "decoding" in wanted:
+        log("decoding ...")
+        if model is None:     # without the trained model, decoding runs on fresh weights
+            model = suites.new_model(config, corpus, device)
+        results["decoding"] = suites.decoding(config, corpus, model, device)
+    return {"machine": machine_info(device), "config": suites.config_dict(config),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "decoding_model": "trained by time_to_quality" if "time_to_quality" in wanted else "untrained",
+            "seconds": time.perf_counter() - started, "benchmarks": results,
+            "claims": claims(results, device)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run of seconds")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                        help="default: CUDA when present, else CPU")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default 1: at these sizes extra threads gain little and "
+                             "make timings on a shared machine erratic); 0 keeps torch's default")
+    parser.add_argument("--only", nargs="+", default=None,
+                        choices=("time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
+                                 "decoding"), help="run only these benchmarks")
+    args = parser.parse_args(argv)
+    if args.threads < 0:
+        parser.error(f"--threads={args.threads}, expected 0 (torch's default) or a positive count")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = get_device(args.device)
+    config = suites.QUICK if args.quick else suites.FULL
+    results = run(config, device, args.only, log=lambda text: print(text, file=sys.stderr, flush=True))
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench-{device.type}{'-quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    machine = results["machine"]
+    print(f"{machine['device_name']} ({machine['device']}), {machine['torch_threads']} torch threads, "
+          f"torch {machine['torch']}; {results['seconds']:.0f} s")
+    print(format_table(results["claims"]))
+    note = _ttq_note(results["benchmarks"])
+    if note:
+        print(note)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

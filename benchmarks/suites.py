@@ -1,0 +1,522 @@
+"""The benchmarks: each function measures one claim and returns plain-Python results (JSON-ready).
+
+All of them compare configurations on the same data and the same initial weights, timed in alternation
+(`measure.interleaved`), and attach the peak memory of each configuration (`measure.peak_memory`).
+
+- `time_to_quality`: training seconds until corpus BLEU reaches the target on held-out sentences,
+  attn_course's pipeline vs the d2l-style one (benchmarks.d2l_style), trained epoch by epoch in alternation.
+- `training_throughput`: target tokens per second of training steps at identical shapes, same weights;
+  the losses of both are compared step by step.
+- `attention_cost`: each attention decoder vs the same decoder with attention removed, run the same way.
+- `luong_parallel`: Luong global attention without input feeding, parallel path vs step loop.
+- `decoding`: batched greedy and beam search vs one sentence at a time (and d2l's prediction).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from attn_course.data import (
+    Batch,
+    Example,
+    TranslationDataset,
+    Vocab,
+    bucketed_loader,
+    build_vocabs,
+    padding_waste,
+    split,
+    toy_translation,
+)
+from attn_course.decoders import BahdanauDecoder, Decoder, LuongDecoder
+from attn_course.decoding import translate
+from attn_course.encoders import EncoderOutput
+from attn_course.metrics import corpus_bleu
+from attn_course.seq2seq import Seq2Seq, build_model
+from attn_course.training import masked_cross_entropy, train
+from benchmarks import d2l_style
+from benchmarks.measure import interleaved, peak_memory, ratio, summary, time_once, timed_call
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one benchmark run. `FULL` is what `make bench` runs; `QUICK` is a smoke run of seconds."""
+
+    seed: int = 0
+    min_len: int = 10                # source lengths of every sentence, training and held-out
+    max_len: int = 30
+    train_pairs: int = 3000
+    heldout_pairs: int = 200         # the fixed held-out set scored by BLEU after every epoch
+    embed_size: int = 64
+    num_hiddens: int = 128
+    batch_size: int = 32
+    lr: float = 5e-3
+    clip: float = 1.0
+    target_bleu: float = 90.0
+    ttq_cap_s: float = 600.0         # training seconds allowed to each pipeline to reach target_bleu
+    ttq_max_epochs: int = 40
+    step_batches: int = 4            # batches per timed sample of training throughput
+    repeats: int = 7                 # timed samples per configuration (the median is reported)
+    warmup: int = 1
+    decode_sentences: int = 1000
+    decode_batch_size: int = 250
+    beam_sentences: int = 200
+    beam_size: int = 5
+    decode_repeats: int = 3
+    memory_sentences: int = 50       # sentences decoded one at a time when measuring their peak memory
+
+
+FULL = Config()
+QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, embed_size=8, num_hiddens=8,
+                batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, warmup=0,
+                decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_repeats=1,
+                memory_sentences=2)
+
+
+class Corpus(NamedTuple):
+    """The data every benchmark shares."""
+
+    train: list[Example]
+    heldout: list[Example]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    dataset: TranslationDataset
+    num_steps: int                   # d2l's fixed length: the longest sentence + <eos>, so nothing is cut
+
+
+def make_corpus(config: Config) -> Corpus:
+    """Toy sentences of min_len..max_len source tokens, split so no held-out source is in training."""
+    total = config.train_pairs + config.heldout_pairs
+    examples = toy_translation(total + total // 10, min_len=config.min_len, max_len=config.max_len,
+                               seed=config.seed)
+    parts = split(examples, (config.train_pairs / total, config.heldout_pairs / total, 0.0), seed=config.seed)
+    train_set, heldout = parts.train[:config.train_pairs], parts.val[:config.heldout_pairs]
+    src_vocab, tgt_vocab = build_vocabs(train_set)
+    num_steps = max(max(len(e.src), len(e.tgt)) for e in train_set + heldout) + 1
+    dataset = TranslationDataset(train_set, src_vocab, tgt_vocab)
+    return Corpus(train_set, heldout, src_vocab, tgt_vocab, dataset, num_steps)
+
+
+def new_model(config: Config, corpus: Corpus, device: torch.device | str, **options: Any) -> Seq2Seq:
+    """A freshly initialised model (seeded by config.seed) on `device`; options go to build_model."""
+    torch.manual_seed(config.seed)
+    kind = options.pop("kind", "bahdanau")
+    return build_model(kind, len(corpus.src_vocab), len(corpus.tgt_vocab), embed_size=config.embed_size,
+                       num_hiddens=config.num_hiddens, **options).to(device)
+
+
+def _memory(fns: dict[str, Callable[[], object]], device: torch.device | str) -> dict[str, Any]:
+    return {name: peak_memory(fn, device) for name, fn in fns.items()}
+
+
+def _timings(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    return {name: summary(values) for name, values in samples.items()}
+
+
+# --------------------------------------------------------------------------------------------- training
+def attn_course_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, clip: float) -> float:
+    """One training step exactly as attn_course.training.train takes it; returns the loss."""
+    logits, _ = model(batch.src, batch.src_valid_lens, batch.tgt_in)
+    loss = masked_cross_entropy(logits, batch.tgt_out, batch.tgt_valid_lens)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
+def _bleu_attn_course(model: Seq2Seq, corpus: Corpus) -> float:
+    results = translate(model, [e.src for e in corpus.heldout], corpus.src_vocab, corpus.tgt_vocab,
+                        batch_size=len(corpus.heldout))
+    return corpus_bleu([r.target for r in results], [e.tgt for e in corpus.heldout])
+
+
+def _bleu_d2l(model: d2l_style.D2LStyleSeq2Seq, corpus: Corpus, device: torch.device | str) -> float:
+    items = [(i, corpus.src_vocab[e.src], corpus.tgt_vocab[e.tgt]) for i, e in enumerate(corpus.heldout)]
+    tv = corpus.tgt_vocab
+    batch = d2l_style.fixed_length_batch(items, corpus.src_vocab, tv, corpus.num_steps).to(device)
+    preds = d2l_style.predict_step(model, batch.src, batch.src_valid_lens, tv.bos, corpus.num_steps)
+    hyps = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in preds.tolist()]
+    return corpus_bleu(hyps, [e.tgt for e in corpus.heldout])
+
+
+def _loader_facts(batches: Sequence[Batch]) -> dict[str, Any]:
+    """Padding and work of one epoch's batches: decoder steps = sum of tgt_in widths."""
+    return {"batches": len(batches), "padding_fraction": padding_waste(batches),
+            "decoder_steps": sum(b.tgt_in.shape[1] for b in batches),
+            "target_tokens": sum(int(b.tgt_valid_lens.sum()) for b in batches),
+            "target_positions": sum(b.tgt_out.numel() for b in batches)}
+
+
+def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str) -> tuple[dict, Seq2Seq]:
+    """Training seconds until held-out corpus BLEU >= config.target_bleu: attn_course vs d2l-style pipeline.
+
+    Both start from the same weights (d2l_style.from_attn_course), use Adam(lr), clip at config.clip and
+    batches of config.batch_size; they train one epoch each in alternation, and after each epoch both are
+    scored on the same held-out sentences (scoring is not timed). attn_course: length-bucketed batches,
+    attn_course.training.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
+    every sentence padded to num_steps, d2l's decoder, loss and fit loop, predict_step (num_steps steps).
+    Returns the results and the attn_course model as trained.
+    """
+    model = new_model(config, corpus, device)
+    twin = d2l_style.from_attn_course(model)
+    ours_loader = bucketed_loader(corpus.dataset, config.batch_size, seed=config.seed)
+    d2l_loader = d2l_style.fixed_length_loader(corpus.dataset, config.batch_size, corpus.num_steps,
+                                               seed=config.seed)
+    ours_opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    d2l_opt = torch.optim.Adam(twin.parameters(), lr=config.lr)
+    runs = {
+        "attn_course": lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip,
+                                     device=device, progress=False),
+        "d2l_style": lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
+    }
+    scorers = {"attn_course": lambda: _bleu_attn_course(model, corpus),
+               "d2l_style": lambda: _bleu_d2l(twin, corpus, device)}
+    state = {name: {"train_s": 0.0, "eval_s": 0.0, "epochs": 0, "curve": [], "seconds_to_target": None}
+             for name in runs}
+    for epoch in range(config.ttq_max_epochs):
+        active = [name for name, s in state.items()
+                  if s["seconds_to_target"] is None and s["train_s"] < config.ttq_cap_s]
+        if not active:
+            break
+        for name in active if epoch % 2 == 0 else active[::-1]:
+            s = state[name]
+            s["train_s"] += time_once(runs[name], device)
+            s["epochs"] += 1
+            bleu, seconds = timed_call(scorers[name], device)
+            s["eval_s"] += seconds
+            s["curve"].append({"epoch": s["epochs"], "train_s": round(s["train_s"], 3),
+                               "bleu": round(bleu, 2)})
+            if bleu >= config.target_bleu:
+                s["seconds_to_target"] = s["train_s"]
+    ours_epoch = [ours_loader.dataset.collate([ours_loader.dataset[i] for i in idx])
+                  for idx in ours_loader.batch_sampler]
+    d2l_epoch = list(d2l_loader)
+    results: dict[str, Any] = {"target_bleu": config.target_bleu, "cap_s": config.ttq_cap_s,
+                               "heldout_sentences": len(corpus.heldout), "train_pairs": len(corpus.train),
+                               "num_steps": corpus.num_steps}
+    for name, facts in (("attn_course", _loader_facts(ours_epoch)), ("d2l_style", _loader_facts(d2l_epoch))):
+        s = state[name]
+        results[name] = {"reached": s["seconds_to_target"] is not None,
+                         "seconds_to_target": s["seconds_to_target"],
+                         "epochs": s["epochs"], "train_s": s["train_s"], "eval_s": s["eval_s"],
+                         "final_bleu": s["curve"][-1]["bleu"] if s["curve"] else None, "curve": s["curve"],
+                         "epoch_facts": facts}
+    ours, d2l = results["attn_course"], results["d2l_style"]
+    speedup, lower_bound = None, False
+    if ours["reached"] and d2l["reached"]:
+        speedup = d2l["seconds_to_target"] / ours["seconds_to_target"]
+    elif ours["reached"]:           # d2l-style not there within its cap: the ratio is at least this
+        speedup, lower_bound = d2l["train_s"] / ours["seconds_to_target"], True
+    results["speedup"], results["speedup_is_lower_bound"] = speedup, lower_bound
+    # Peak memory of one training step on each pipeline's widest batch (weights are copies: nothing changes).
+    longest = max(ours_epoch, key=lambda b: b.tgt_in.numel()).to(device)
+    fixed = d2l_epoch[0].to(device)
+    probe, probe_twin = _copies(model, device)
+    ours_probe_opt = torch.optim.Adam(probe.parameters())
+    d2l_probe_opt = torch.optim.Adam(probe_twin.parameters())
+    results["memory"] = _memory({
+        "attn_course": lambda: attn_course_step(probe, longest, ours_probe_opt, config.clip),
+        "d2l_style": lambda: d2l_style.training_step(probe_twin, fixed, d2l_probe_opt, config.clip)}, device)
+    return results, model
+
+
+def _copies(model: Seq2Seq, device: torch.device | str) -> tuple[Seq2Seq, d2l_style.D2LStyleSeq2Seq]:
+    probe = Seq2Seq.from_config(model.config).to(device)
+    probe.load_state_dict(model.state_dict())
+    return probe.train(), d2l_style.from_attn_course(probe.train()).train()
+
+
+def _bucketed_batches(config: Config, corpus: Corpus, count: int) -> list[Batch]:
+    loader = bucketed_loader(corpus.dataset, config.batch_size, seed=config.seed)
+    return [batch for batch, _ in zip(loader, range(count), strict=False)]
+
+
+def training_throughput(config: Config, corpus: Corpus, device: torch.device | str) -> dict[str, Any]:
+    """Target tokens per second of training steps, attn_course vs d2l-style, on identical batches.
+
+    Two shapes: "fixed" (d2l's batches, every sentence at num_steps) and "bucketed" (attn_course's
+    batches); both models get exactly the same tensors. Equal initial weights; each timed sample is
+    config.step_batches full training steps (forward, loss, backward, clipping, Adam). The losses of the
+    two models are compared on every step of the last sample (they train in lockstep).
+    """
+    size, fixed = config.batch_size, []
+    for k in range(0, config.step_batches * size, size):
+        items = [corpus.dataset[i] for i in range(k, k + size)]
+        fixed.append(d2l_style.fixed_length_batch(items, corpus.src_vocab, corpus.tgt_vocab,
+                                                  corpus.num_steps))
+    shapes = {"fixed": fixed, "bucketed": _bucketed_batches(config, corpus, config.step_batches)}
+    results: dict[str, Any] = {}
+    for shape, batches in shapes.items():
+        batches = [b.to(device) for b in batches]
+        model = new_model(config, corpus, device).train()
+        twin = d2l_style.from_attn_course(model).train()
+        ours_opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+        d2l_opt = torch.optim.Adam(twin.parameters(), lr=config.lr)
+        with torch.no_grad():
+            initial = [abs(float(masked_cross_entropy(model(b.src, b.src_valid_lens, b.tgt_in)[0],
+                                                      b.tgt_out, b.tgt_valid_lens))
+                           - float(twin.loss(twin(b.src, b.tgt_in, b.src_valid_lens), b.tgt_out)))
+                       for b in batches]
+        losses: dict[str, list[float]] = {"attn_course": [], "d2l_style": []}
+
+        def ours(losses=losses, model=model, batches=batches, opt=ours_opt):
+            losses["attn_course"] = [attn_course_step(model, b, opt, config.clip) for b in batches]
+
+        def d2l(losses=losses, twin=twin, batches=batches, opt=d2l_opt):
+            losses["d2l_style"] = [d2l_style.training_step(twin, b, opt, config.clip) for b in batches]
+
+        samples = interleaved({"attn_course": ours, "d2l_style": d2l}, repeats=config.repeats,
+                              warmup=config.warmup, device=device)
+        tokens = sum(int(b.tgt_valid_lens.sum()) for b in batches)
+        steps = len(samples["attn_course"]) + config.warmup
+        results[shape] = {
+            "batch_shape_tgt": [list(b.tgt_in.shape) for b in batches],
+            "target_tokens_per_sample": tokens,
+            "timings": _timings(samples),
+            "tokens_per_s": {name: tokens / statistics.median(v) for name, v in samples.items()},
+            "speedup": ratio(samples, "d2l_style", "attn_course"),
+            "max_abs_loss_diff_initial": max(initial),
+            "max_abs_loss_diff_after_training": max(
+                abs(a - b) for a, b in zip(losses["attn_course"], losses["d2l_style"], strict=True)),
+            "training_steps_before_comparison": steps * len(batches),
+            "memory": _memory({"attn_course": ours, "d2l_style": d2l}, device),
+        }
+    return results
+
+
+# --------------------------------------------------------------------------------------------- attention
+def _fixed_context(enc: EncoderOutput) -> Tensor:
+    """The attention-free context: the mean of the real annotations, (batch_size, 1, enc_size)."""
+    lens = enc.valid_lens.to(enc.outputs.device, enc.outputs.dtype)
+    return (enc.outputs.sum(1) / lens[:, None])[:, None]
+
+
+def bahdanau_without_attention(decoder: BahdanauDecoder, tgt_in: Tensor, enc: EncoderOutput) -> Tensor:
+    """BahdanauDecoder.forward with the attention removed: c_t is one fixed context, the loop stays.
+
+    tgt_in (batch_size, T) long -> logits (batch_size, T, vocab_size). The recurrent floor of the decoder.
+    """
+    context = _fixed_context(enc)
+    embedded = decoder.dropout(decoder.embedding(tgt_in))
+    hidden, outputs = enc.state, []
+    for t in range(tgt_in.shape[1]):
+        output, hidden = decoder.rnn(torch.cat([embedded[:, t:t + 1], context], -1), hidden)
+        outputs.append(output)
+    contexts = context.expand(-1, tgt_in.shape[1], -1)
+    return decoder.output(decoder.dropout(torch.cat([torch.cat(outputs, 1), contexts, embedded], -1)))
+
+
+def luong_without_attention(decoder: LuongDecoder, tgt_in: Tensor, enc: EncoderOutput) -> Tensor:
+    """LuongDecoder.forward with the attention removed (c_t fixed), run the same way: a step loop with input
+    feeding, one whole-sequence RNN call without. tgt_in (batch_size, T) long -> logits (batch_size, T, V)."""
+    context = _fixed_context(enc)
+
+    def attentional(outputs: Tensor) -> Tensor:
+        return torch.tanh(decoder.W_c(torch.cat([context.expand(-1, outputs.shape[1], -1), outputs], -1)))
+
+    if not decoder.input_feeding:
+        outputs, _ = decoder.rnn(decoder.dropout(decoder.embedding(tgt_in)), enc.state)
+        return decoder.W_s(decoder.dropout(attentional(outputs)))
+    hidden, logits = enc.state, []
+    feed = enc.outputs.new_zeros(tgt_in.shape[0], decoder.num_hiddens)
+    for t in range(tgt_in.shape[1]):
+        inputs = torch.cat([decoder.dropout(decoder.embedding(tgt_in[:, t]))[:, None], feed[:, None]], -1)
+        outputs, hidden = decoder.rnn(inputs, hidden)
+        h_tilde = attentional(outputs)
+        logits.append(decoder.W_s(decoder.dropout(h_tilde))[:, 0])
+        feed = h_tilde[:, 0]
+    return torch.stack(logits, 1)
+
+
+def _decoder_inputs(model: nn.Module, batch: Batch) -> EncoderOutput:
+    """The encoder's output for `batch`, detached into leaves that require grad (as in training, the decoder's
+    backward reaches them) so the decoder alone is timed."""
+    with torch.no_grad():
+        enc = model.encoder(batch.src, batch.src_valid_lens)
+    state = enc.state.detach().requires_grad_()
+    return EncoderOutput(enc.outputs.detach().requires_grad_(), state, enc.valid_lens)
+
+
+def _fwd_bwd(forward: Callable[[], Tensor], batch: Batch) -> Callable[[], None]:
+    def run() -> None:
+        logits = forward()
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        masked_cross_entropy(logits, batch.tgt_out, batch.tgt_valid_lens).backward()
+    return run
+
+
+ATTENTION_DECODERS: dict[str, dict[str, Any]] = {
+    "bahdanau": {"kind": "bahdanau"},
+    "luong_general_input_feeding": {"kind": "luong", "score": "general", "input_feeding": True},
+    "luong_general_parallel": {"kind": "luong", "score": "general", "input_feeding": False},
+    "luong_concat_parallel": {"kind": "luong", "score": "concat", "input_feeding": False},
+}
+
+
+def _typical_batch(config: Config, corpus: Corpus) -> Batch:
+    """A batch of config.batch_size training sentences of about the median length, bucketed."""
+    order = sorted(range(len(corpus.dataset)), key=lambda i: corpus.dataset.lengths[i])
+    start = max(0, len(order) // 2 - config.batch_size // 2)
+    return corpus.dataset.collate([corpus.dataset[i] for i in order[start:start + config.batch_size]])
+
+
+def attention_cost(config: Config, corpus: Corpus, device: torch.device | str) -> dict[str, Any]:
+    """Decoder forward + backward with attention / without (same decoder, c_t fixed, run the same way).
+
+    One bucketed batch of about the median length; the encoder output is computed once beforehand. The
+    d2l-style Bahdanau decoder is timed against the same floor, for comparison.
+    """
+    batch = _typical_batch(config, corpus).to(device)
+    results: dict[str, Any] = {"batch_shape_src": list(batch.src.shape),
+                               "batch_shape_tgt": list(batch.tgt_in.shape)}
+    for name, options in ATTENTION_DECODERS.items():
+        model = new_model(config, corpus, device, **options).train()
+        enc = _decoder_inputs(model, batch)
+        bare = bahdanau_without_attention if options["kind"] == "bahdanau" else luong_without_attention
+        fns = {"with_attention": _fwd_bwd(lambda m=model, e=enc: m.decoder(batch.tgt_in, e), batch),
+               "without_attention": _fwd_bwd(lambda m=model, e=enc, f=bare: f(m.decoder, batch.tgt_in, e),
+                                             batch)}
+        if name == "bahdanau":
+            twin = d2l_style.from_attn_course(model).train()
+            state = twin.decoder.init_state((enc.outputs, enc.state), enc.valid_lens)
+            fns["d2l_style_with_attention"] = _fwd_bwd(
+                lambda t=twin, s=state: t.decoder(batch.tgt_in, s)[0], batch)
+        samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+        entry = {"run_as": "step loop" if options["kind"] == "bahdanau" or options.get("input_feeding")
+                 else "whole sequence", "timings": _timings(samples),
+                 "attention_over_floor": ratio(samples, "with_attention", "without_attention"),
+                 "memory": _memory(fns, device)}
+        if "d2l_style_with_attention" in samples:
+            entry["d2l_style_over_floor"] = ratio(samples, "d2l_style_with_attention", "without_attention")
+        results[name] = entry
+    return results
+
+
+def luong_parallel(config: Config, corpus: Corpus, device: torch.device | str) -> dict[str, Any]:
+    """Luong global attention ("general") without input feeding: parallel forward vs the step loop.
+
+    Forward + backward of the decoder on one bucketed batch; both give the same logits (checked).
+    """
+    batch = _typical_batch(config, corpus).to(device)
+    model = new_model(config, corpus, device, kind="luong", score="general", input_feeding=False).train()
+    enc = _decoder_inputs(model, batch)
+    decoder = model.decoder
+    fns = {"step_loop": _fwd_bwd(lambda: Decoder.forward(decoder, batch.tgt_in, enc), batch),
+           "parallel": _fwd_bwd(lambda: decoder(batch.tgt_in, enc), batch)}
+    with torch.no_grad():
+        parallel, loop = decoder(batch.tgt_in, enc)[0], Decoder.forward(decoder, batch.tgt_in, enc)[0]
+        difference = float((parallel - loop).abs().max())
+    samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+    return {"batch_shape_tgt": list(batch.tgt_in.shape), "timings": _timings(samples),
+            "speedup": ratio(samples, "step_loop", "parallel"), "max_abs_logit_diff": difference,
+            "memory": _memory(fns, device)}
+
+
+# --------------------------------------------------------------------------------------------- decoding
+def decoding_sentences(config: Config, corpus: Corpus, count: int) -> list[list[str]]:
+    """`count` toy source sentences of min_len..max_len tokens, none of them a training source."""
+    seen = {tuple(e.src) for e in corpus.train}
+    fresh, seed = [], config.seed + 1
+    while len(fresh) < count:
+        batch = toy_translation(2 * count, min_len=config.min_len, max_len=config.max_len, seed=seed)
+        fresh += [e.src for e in batch if tuple(e.src) not in seen]
+        seed += 1
+    random.Random(config.seed).shuffle(fresh)
+    return fresh[:count]
+
+
+def _translations(results: Sequence) -> list[list[str]]:
+    return [r.target for r in results]
+
+
+def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str) -> dict[str, Any]:
+    """Batched greedy / beam search vs one sentence at a time, with the same trained model and sentences.
+
+    attn_course: `translate` with batch_size=config.decode_batch_size vs batch_size=1 (the same code; each
+    sentence stops at its <eos>); every decoder may take up to num_steps steps per sentence, d2l's limit.
+    d2l-style: `predict_seq2seq` one sentence at a time, and `predict_step`
+    (one batch, num_steps steps for every sentence). Beam search runs on the first config.beam_sentences.
+    """
+    model = model.to(device).eval()
+    twin = d2l_style.from_attn_course(model).eval()
+    sentences = decoding_sentences(config, corpus, config.decode_sentences)
+    beam = sentences[:config.beam_sentences]
+    sv, tv, num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
+    items = [(i, sv[s], []) for i, s in enumerate(sentences)]
+    fixed = d2l_style.fixed_length_batch(items, sv, tv, num_steps).to(device)
+    out: dict[str, Any] = {}
+
+    def greedy(batch_size: int, subset: Sequence = sentences) -> Callable[[], list]:
+        return lambda: out.__setitem__(f"greedy_{batch_size}_{len(subset)}", translate(
+            model, subset, sv, tv, beam_size=1, batch_size=batch_size, max_len=num_steps))
+
+    def beam_search(batch_size: int, subset: Sequence = beam) -> Callable[[], list]:
+        return lambda: out.__setitem__(f"beam_{batch_size}_{len(subset)}", translate(
+            model, subset, sv, tv, beam_size=config.beam_size, batch_size=batch_size,
+            max_len=num_steps))
+
+    def d2l_one_at_a_time(subset: Sequence = sentences) -> Callable[[], None]:
+        return lambda: out.__setitem__("d2l_one", [d2l_style.predict_seq2seq(twin, sv[s], sv, tv, num_steps)
+                                                   for s in subset])
+
+    def d2l_predict_step() -> None:
+        out["d2l_batch"] = d2l_style.predict_step(twin, fixed.src, fixed.src_valid_lens, tv.bos, num_steps)
+
+    greedy_fns = {"attn_course_batched": greedy(config.decode_batch_size),
+                  "attn_course_one_at_a_time": greedy(1),
+                  "d2l_style_predict_step_batched": d2l_predict_step,
+                  "d2l_style_one_at_a_time": d2l_one_at_a_time()}
+    beam_fns = {"attn_course_batched": beam_search(config.decode_batch_size),
+                "attn_course_one_at_a_time": beam_search(1)}
+    greedy_samples = interleaved(greedy_fns, repeats=config.decode_repeats, warmup=0, device=device)
+    beam_samples = interleaved(beam_fns, repeats=config.decode_repeats, warmup=0, device=device)
+
+    batched, single = (_translations(out[f"greedy_{config.decode_batch_size}_{len(sentences)}"]),
+                       _translations(out[f"greedy_1_{len(sentences)}"]))
+    d2l_single = [tv.to_tokens(ids) for ids in out["d2l_one"]]
+    d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in out["d2l_batch"].tolist()]
+    beam_batched = _translations(out[f"beam_{config.decode_batch_size}_{len(beam)}"])
+    beam_single = _translations(out[f"beam_1_{len(beam)}"])
+    some = sentences[:config.memory_sentences]
+    memory_fns = {"greedy_attn_course_batched": greedy_fns["attn_course_batched"],
+                  f"greedy_attn_course_one_at_a_time_{len(some)}_sentences": greedy(1, some),
+                  "greedy_d2l_style_predict_step_batched": d2l_predict_step,
+                  f"greedy_d2l_style_one_at_a_time_{len(some)}_sentences": d2l_one_at_a_time(some),
+                  "beam_attn_course_batched": beam_fns["attn_course_batched"],
+                  f"beam_attn_course_one_at_a_time_{len(some)}_sentences": beam_search(1, beam[:len(some)])}
+    return {
+        "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": num_steps,
+        "greedy": {"timings": _timings(greedy_samples),
+                   "speedup_batched_vs_one_at_a_time": ratio(greedy_samples, "attn_course_one_at_a_time",
+                                                             "attn_course_batched"),
+                   "speedup_vs_d2l_one_at_a_time": ratio(greedy_samples, "d2l_style_one_at_a_time",
+                                                         "attn_course_batched"),
+                   "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
+                                                        "attn_course_batched"),
+                   "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
+                                     "d2l_style_predict_step_batched": num_steps * len(sentences)},
+                   "same_output_batched_vs_one": _agreement(batched, single),
+                   "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
+                   "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
+        "beam": {"beam_size": config.beam_size, "sentences": len(beam), "timings": _timings(beam_samples),
+                 "speedup_batched_vs_one_at_a_time": ratio(beam_samples, "attn_course_one_at_a_time",
+                                                           "attn_course_batched"),
+                 "same_output_batched_vs_one": _agreement(beam_batched, beam_single)},
+        "memory": _memory(memory_fns, device),
+    }
+
+
+def _agreement(a: Sequence[list[str]], b: Sequence[list[str]]) -> float:
+    """Fraction of sentences translated identically."""
+    return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def config_dict(config: Config) -> dict[str, Any]:
+    return asdict(config)

@@ -1,0 +1,204 @@
+"""Smoke runs of the benchmarks at tiny sizes: the results have their schema, the reference pipeline computes
+the same loss as attn_course, and the bare decoders are the attention decoders minus the attention.
+
+Never asserts on time: timings on a shared machine say nothing about correctness.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from attn_course.training import masked_cross_entropy
+from benchmarks import d2l_style, run, suites
+from benchmarks.measure import interleaved, peak_memory
+
+CONFIG = suites.QUICK
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread, as `python -m benchmarks.run` uses: on a busy machine, extra threads only wait."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return suites.make_corpus(CONFIG)
+
+
+def _timing_schema(timings, names):
+    assert set(timings) == set(names)
+    for entry in timings.values():
+        assert entry["n"] >= 1 and 0 <= entry["min_s"] <= entry["median_s"] <= entry["max_s"]
+
+
+def _memory_schema(memory, names):
+    assert set(names) <= set(memory)
+    for entry in memory.values():
+        assert isinstance(entry["method"], str)
+        assert entry["peak_bytes"] is None or entry["peak_bytes"] >= 0
+
+
+def test_d2l_style_twin_computes_the_same_loss_from_the_same_weights(corpus):
+    torch.manual_seed(0)
+    model = suites.new_model(CONFIG, corpus, "cpu")
+    twin = d2l_style.from_attn_course(model)
+    items = [corpus.dataset[i] for i in range(6)]
+    batch = d2l_style.fixed_length_batch(items, corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps)
+    ours = masked_cross_entropy(model(batch.src, batch.src_valid_lens, batch.tgt_in)[0], batch.tgt_out,
+                                batch.tgt_valid_lens)
+    theirs = twin.loss(twin(batch.src, batch.tgt_in, batch.src_valid_lens), batch.tgt_out)
+    assert abs(ours.item() - theirs.item()) < 1e-5
+
+
+def test_d2l_style_decoder_reprojects_the_keys_at_every_step(corpus):
+    model = suites.new_model(CONFIG, corpus, "cpu")
+    twin = d2l_style.from_attn_course(model)
+    calls = {"d2l": 0, "ours": 0}
+    twin.decoder.attention.W_k.register_forward_hook(lambda *_: calls.__setitem__("d2l", calls["d2l"] + 1))
+    model.decoder.attention.W_k.register_forward_hook(lambda *_: calls.__setitem__("ours", calls["ours"] + 1))
+    batch = d2l_style.fixed_length_batch([corpus.dataset[0]], corpus.src_vocab, corpus.tgt_vocab,
+                                         corpus.num_steps)
+    twin(batch.src, batch.tgt_in, batch.src_valid_lens)
+    model(batch.src, batch.src_valid_lens, batch.tgt_in)
+    assert calls == {"d2l": corpus.num_steps, "ours": 1}
+
+
+def test_fixed_length_batches_pad_every_sentence_to_num_steps(corpus):
+    batch = next(iter(d2l_style.fixed_length_loader(corpus.dataset, 4, corpus.num_steps)))
+    for field in (batch.src, batch.tgt_in, batch.tgt_out):
+        assert field.shape == (4, corpus.num_steps)
+    assert torch.equal(batch.tgt_in[:, 1:], batch.tgt_out[:, :-1])
+    assert torch.equal(batch.src_valid_lens, (batch.src != corpus.src_vocab.pad).sum(1))
+
+
+def test_d2l_predict_step_and_predict_seq2seq_agree(corpus):
+    model = suites.new_model(CONFIG, corpus, "cpu")
+    twin = d2l_style.from_attn_course(model)
+    examples = corpus.heldout[:3]
+    items = [(i, corpus.src_vocab[e.src], []) for i, e in enumerate(examples)]
+    batch = d2l_style.fixed_length_batch(items, corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps)
+    preds = d2l_style.predict_step(twin, batch.src, batch.src_valid_lens, corpus.tgt_vocab.bos,
+                                   corpus.num_steps)
+    assert preds.shape == (3, corpus.num_steps)
+    for row, e in zip(preds.tolist(), examples, strict=True):
+        one = d2l_style.predict_seq2seq(twin, corpus.src_vocab[e.src], corpus.src_vocab, corpus.tgt_vocab,
+                                        corpus.num_steps)
+        assert one == d2l_style.cut_at_eos(row, corpus.tgt_vocab.eos)
+
+
+def test_from_attn_course_refuses_a_luong_model(corpus):
+    model = suites.new_model(CONFIG, corpus, "cpu", kind="luong")
+    with pytest.raises(ValueError, match="GRU Bahdanau"):
+        d2l_style.from_attn_course(model)
+
+
+@pytest.mark.parametrize("name", list(suites.ATTENTION_DECODERS))
+def test_bare_decoder_is_the_attention_decoder_with_a_fixed_context(corpus, name):
+    options = dict(suites.ATTENTION_DECODERS[name])
+    model = suites.new_model(CONFIG, corpus, "cpu", **options).eval()
+    batch = corpus.dataset.collate([corpus.dataset[i] for i in range(3)])
+    enc = model.encoder(batch.src, batch.src_valid_lens)
+    fixed = suites._fixed_context(enc)
+
+    def fixed_attention(queries, *_):
+        batch_size, num_queries = queries.shape[:2]
+        weights = fixed.new_zeros(batch_size, num_queries, enc.outputs.shape[1])
+        return fixed.expand(-1, num_queries, -1), weights
+
+    if options["kind"] == "bahdanau":
+        model.decoder.attention.attend = fixed_attention
+        bare = suites.bahdanau_without_attention(model.decoder, batch.tgt_in, enc)
+    else:
+        model.decoder.align = fixed_attention
+        bare = suites.luong_without_attention(model.decoder, batch.tgt_in, enc)
+    assert torch.allclose(bare, model.decoder(batch.tgt_in, enc)[0], atol=1e-6)
+
+
+def test_interleaved_times_every_function_repeats_times_in_alternation():
+    order = []
+    fns = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    samples = interleaved(fns, repeats=3, warmup=1)
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]
+    assert [len(v) for v in samples.values()] == [3, 3]
+
+
+def test_peak_memory_sees_a_large_cpu_tensor():
+    result = peak_memory(lambda: torch.ones(8 * 2**20 // 4).sum(), "cpu")   # 8 MiB of float32
+    if result["peak_bytes"] is None:
+        pytest.skip(result["method"])
+    assert result["peak_bytes"] >= 6 * 2**20
+
+
+def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
+    torch.manual_seed(0)
+    results = run.run(CONFIG, torch.device("cpu"), log=lambda _: None)
+    json.loads(json.dumps(results))                                     # JSON-ready
+    assert {"machine", "config", "date", "seconds", "benchmarks", "claims"} <= set(results)
+    assert results["machine"]["torch"] == torch.__version__
+    bench = results["benchmarks"]
+    assert set(bench) == {"time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
+                          "decoding"}
+
+    ttq = bench["time_to_quality"]
+    for name in ("attn_course", "d2l_style"):
+        entry = ttq[name]
+        assert entry["epochs"] == len(entry["curve"]) >= 1
+        assert entry["reached"] == (entry["seconds_to_target"] is not None)
+        assert 0 <= entry["epoch_facts"]["padding_fraction"] < 1
+    # Bucketing wastes less padding and runs fewer decoder steps than padding to num_steps: facts, not times.
+    ours, d2l = ttq["attn_course"]["epoch_facts"], ttq["d2l_style"]["epoch_facts"]
+    assert ours["padding_fraction"] < d2l["padding_fraction"]
+    assert ours["decoder_steps"] < d2l["decoder_steps"]
+    assert ours["target_tokens"] == d2l["target_tokens"]
+    _memory_schema(ttq["memory"], ["attn_course", "d2l_style"])
+
+    for shape in ("fixed", "bucketed"):
+        entry = bench["training_throughput"][shape]
+        _timing_schema(entry["timings"], ["attn_course", "d2l_style"])
+        assert entry["max_abs_loss_diff_initial"] < 1e-5
+        assert entry["max_abs_loss_diff_after_training"] < 1e-5
+        assert entry["speedup"] > 0
+        _memory_schema(entry["memory"], ["attn_course", "d2l_style"])
+
+    for name in suites.ATTENTION_DECODERS:
+        entry = bench["attention_cost"][name]
+        _timing_schema(entry["timings"], ["with_attention", "without_attention"]
+                       + (["d2l_style_with_attention"] if name == "bahdanau" else []))
+        assert entry["attention_over_floor"] > 0
+
+    parallel = bench["luong_parallel"]
+    assert parallel["max_abs_logit_diff"] < 1e-5
+    _timing_schema(parallel["timings"], ["step_loop", "parallel"])
+
+    decoding = bench["decoding"]
+    assert decoding["sentences"] == CONFIG.decode_sentences
+    greedy = decoding["greedy"]
+    _timing_schema(greedy["timings"], ["attn_course_batched", "attn_course_one_at_a_time",
+                                       "d2l_style_predict_step_batched", "d2l_style_one_at_a_time"])
+    # Same weights, same greedy rule: the d2l-style decoder translates like attn_course's.
+    assert greedy["same_output_d2l_vs_attn_course"] == 1.0
+    assert greedy["same_output_d2l_predict_step_vs_one"] == 1.0
+    assert 0 <= greedy["same_output_batched_vs_one"] <= 1
+    assert decoding["beam"]["beam_size"] == CONFIG.beam_size
+
+    names = [row["claim"] for row in results["claims"]]
+    assert names == [claim[0] for claim in run.CLAIMS]
+    for row in results["claims"]:
+        assert row["ratio"] is None or (math.isfinite(row["ratio"]) and row["ratio"] > 0)
+        assert row["met"] is None or row["met"] == (row["ratio"] >= row["target"])
+
+
+def test_command_line_writes_the_json_and_prints_the_table(tmp_path, capsys):
+    assert run.main(["--quick", "--device", "cpu", "--out", str(tmp_path), "--only", "luong_parallel"]) == 0
+    written = json.loads((tmp_path / "bench-cpu-quick.json").read_text())
+    assert set(written["benchmarks"]) == {"luong_parallel"}
+    out = capsys.readouterr().out
+    assert "Luong parallel vs loop" in out and "wrote" in out
