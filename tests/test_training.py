@@ -15,6 +15,7 @@ from attn_course.training import (
     evaluate_loss,
     load_checkpoint,
     masked_cross_entropy,
+    recipe,
     save_checkpoint,
     train,
 )
@@ -161,3 +162,16 @@ def test_load_checkpoint_refuses_other_files(tmp_path):
     torch.save({"weights": torch.zeros(2)}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="is not an attn_course checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
+
+
+# ----------------------------------------------------------------------------------------------- recipe
+def test_recipe_feeds_build_model_and_train_and_takes_overrides():
+    r = recipe(epochs=1, num_hiddens=16, embed_size=8)
+    assert (r.epochs, r.num_hiddens, recipe().epochs) == (1, 16, 3)
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), **r.model_options())
+    assert model.encoder.num_hiddens == 16 and model.decoder.embed_size == 8
+    history = train(model, loader, **r.train_options(), device="cpu", progress=False)
+    assert len(history.train_loss) == 1
+    with pytest.raises(ValueError, match=r"unknown fields \['hidden_size'\]"):
+        recipe(hidden_size=3)
