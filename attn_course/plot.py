@@ -84,7 +84,6 @@ def new_figure(width: float, height: float, *, ncols: int = 1) -> tuple[Figure, 
 # Inches per heatmap cell, per tick-label character (10 pt DejaVu Sans, with a margin), and the room a
 # colour bar and its label take to the right of a heatmap.
 CELL_WIDTH, CELL_HEIGHT, CHAR_WIDTH, COLORBAR_ROOM = 0.42, 0.36, 0.085, 1.05
-MAX_WIDTH, MAX_HEIGHT = 16.0, 14.0
 
 
 def heatmap_figure(
