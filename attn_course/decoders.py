@@ -13,6 +13,7 @@ annotations are projected once per batch (`attention.prepare` in `init_state`); 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import NamedTuple
 
 import torch
@@ -56,7 +57,7 @@ def top_layer(hidden: RNNState) -> Tensor:
     return (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]
 
 
-class Decoder(nn.Module):
+class Decoder(nn.Module, ABC):
     """What all decoders share: embedding, GRU/LSTM, sizes, checks, and a step loop for teacher forcing."""
 
     has_attention = True
@@ -102,6 +103,15 @@ class Decoder(nn.Module):
             raise ValueError(f"enc.valid_lens has shape {tuple(valid_lens.shape)}, expected (batch_size,) = "
                              f"({batch_size},)")
 
+    @abstractmethod
+    def init_state(self, enc: EncoderOutput) -> DecoderState:
+        """The state before the first step, from the encoder's output (checked against this decoder)."""
+
+    @abstractmethod
+    def step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """One step: y_prev (batch_size,) long -> logits (batch_size, vocab_size), next state,
+        attention weights (batch_size, S) or None."""
+
     def _check_y(self, name: str, y: Tensor, batch_size: int, dim: int) -> None:
         if dim == 2:
             check_tokens(name, y, batch_size)
@@ -127,10 +137,6 @@ class Decoder(nn.Module):
             weights.append(step_weights)
         attention = torch.stack(weights, 1) if self.has_attention else None
         return torch.stack(logits, 1), attention
-
-    def _run_rnn(self, inputs: Tensor, hidden: RNNState) -> tuple[Tensor, RNNState]:
-        """inputs (batch_size, T, rnn_input_size) -> top-layer outputs (batch_size, T, num_hiddens), state."""
-        return self.rnn(inputs, hidden)
 
 
 class PlainDecoder(Decoder):
@@ -161,7 +167,7 @@ class PlainDecoder(Decoder):
         self._check_y("y_prev", y_prev, state.src_valid_lens.shape[0], dim=1)
         embedded = self._embed(y_prev)[:, None]                        # (B, 1, E)
         context = state.feed[:, None]                                  # (B, 1, H)
-        outputs, hidden = self._run_rnn(torch.cat([embedded, context], -1), state.hidden)
+        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), state.hidden)
         logits = self.output(self.dropout(torch.cat([outputs, context, embedded], -1)))
         return logits[:, 0], state._replace(hidden=hidden, step=state.step + 1), None
 
@@ -171,7 +177,7 @@ class PlainDecoder(Decoder):
         self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
         embedded = self._embed(tgt_in)                                 # (B, T, E)
         context = state.feed[:, None].expand(-1, tgt_in.shape[1], -1)  # (B, T, H)
-        outputs, _ = self._run_rnn(torch.cat([embedded, context], -1), state.hidden)
+        outputs, _ = self.rnn(torch.cat([embedded, context], -1), state.hidden)
         return self.output(self.dropout(torch.cat([outputs, context, embedded], -1))), None
 
 
@@ -210,7 +216,7 @@ class BahdanauDecoder(Decoder):
         embedded = self._embed(y_prev)[:, None]                              # (B, 1, E)
         query = top_layer(state.hidden)[:, None]                             # s_{t-1}: (B, 1, H)
         context, weights = self.attention.attend(query, state.memory)        # (B, 1, enc), (B, 1, S)
-        outputs, hidden = self._run_rnn(torch.cat([embedded, context], -1), state.hidden)
+        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), state.hidden)
         logits = self.output(self.dropout(torch.cat([outputs, context, embedded], -1)))
         return logits[:, 0], state._replace(hidden=hidden, step=state.step + 1), weights[:, 0]
 
@@ -226,7 +232,7 @@ class BahdanauDecoder(Decoder):
         hidden, outputs, contexts, weights = state.hidden, [], [], []
         for t in range(tgt_in.shape[1]):
             context, step_weights = self.attention.attend(top_layer(hidden)[:, None], state.memory)
-            output, hidden = self._run_rnn(torch.cat([embedded[:, t : t + 1], context], -1), hidden)
+            output, hidden = self.rnn(torch.cat([embedded[:, t : t + 1], context], -1), hidden)
             outputs.append(output)
             contexts.append(context)
             weights.append(step_weights)
@@ -335,7 +341,7 @@ class LuongDecoder(Decoder):
         inputs = self._embed(y_prev)[:, None]                                # (B, 1, E)
         if self.input_feeding:
             inputs = torch.cat([inputs, state.feed[:, None]], -1)
-        outputs, hidden = self._run_rnn(inputs, state.hidden)                # h_t: (B, 1, H)
+        outputs, hidden = self.rnn(inputs, state.hidden)                # h_t: (B, 1, H)
         logits, attentional, weights = self._attentional(outputs, state.memory, state.step)
         feed = attentional[:, 0] if self.input_feeding else None
         return logits[:, 0], DecoderState(hidden, state.memory, feed, state.step + 1, state.src_valid_lens), \
@@ -350,6 +356,6 @@ class LuongDecoder(Decoder):
             return super().forward(tgt_in, enc)
         state = self.init_state(enc)
         self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
-        outputs, _ = self._run_rnn(self._embed(tgt_in), state.hidden)       # h_1..h_T: (B, T, H)
+        outputs, _ = self.rnn(self._embed(tgt_in), state.hidden)       # h_1..h_T: (B, T, H)
         logits, _, weights = self._attentional(outputs, state.memory, 0)
         return logits, weights
