@@ -385,7 +385,8 @@ class AttentionExplorer:
     `shown_weights` (the weights after the temperature, one (num_steps, num_keys) array per model),
     `highlighted_row`, `highlighted_token`, `argmax_source_index`, `argmax_source_word`, `row_entropy`
     and `aer` (all of the first model). Widgets: `sentence_dropdown`, `sentence_text`, `mode_buttons`,
-    `beam_slider`, `step_slider`, `temperature_slider`, `gold_toggle`, `image` (PNG of the heatmaps),
+    `beam_slider`, `step_slider`, `temperature_slider`, `gold_toggle`, `convention_dropdown` ("auto",
+    "output" or "input": which word a step's attention is credited to), `image` (PNG of the heatmaps),
     `step_html` (the sentences with the current step highlighted), `aer_label`, `status`; layout `widget`.
     """
 
