@@ -31,10 +31,11 @@ def test_workflows_pass_actionlint():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_cpu_job_runs_make_test_and_gpu_job_runs_make_gpu_check_on_the_gpu_runner():
+def test_cpu_job_runs_ci_run_which_runs_make_test_and_gpu_job_runs_make_gpu_check_on_the_gpu_runner():
     jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
     steps = lambda job: [s.get("run", "") for s in jobs[job]["steps"]]  # noqa: E731
-    assert any("make test" in run for run in steps("cpu"))
+    assert any(".ci/run" in run for run in steps("cpu"))
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert jobs["gpu"]["runs-on"] == ["self-hosted", "gpu"]
     assert any("make gpu-check" in run for run in steps("gpu"))
 
