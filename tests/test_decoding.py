@@ -34,6 +34,7 @@ def random_models():
     sizes = dict(embed_size=6, num_hiddens=8)
     yield build_model("plain", 12, 9, **sizes)
     yield build_model("bahdanau", 12, 9, **sizes)
+    yield build_model("bahdanau", 12, 9, **sizes, cell="lstm", num_layers=2)
     for score in ("dot", "general", "concat", "location"):
         for attention in ("global", "local-m", "local-p"):
             yield build_model("luong", 12, 9, **sizes, score=score, attention=attention, window=2,
