@@ -12,7 +12,7 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,13 @@ CLAIMS: list[tuple[str, tuple[str, ...], float | None, str]] = [
      "d2l predict_seq2seq per sentence / attn_course batched"),
     ("beam batched vs one", ("decoding", "beam", "speedup_batched_vs_one_at_a_time"), None,
      "one sentence at a time / batched, beam search"),
+    ("torch.compile train step", ("compile", "speedup"), None,
+     "eager / compiled training step at one fixed shape, after the compile (compile_wall_s)"),
 ]
+
+BENCHMARKS = ("time_to_quality", "training_throughput", "attention_cost", "luong_parallel", "decoding",
+              "compile")
+QUICK_SKIPS = ("compile",)      # tens of seconds of compilation even for a tiny model
 
 GPU_TARGETS = {"Luong parallel vs loop": 5.0}
 
@@ -107,31 +113,43 @@ def _ttq_note(results: dict[str, Any]) -> str:
 
 
 def run(config: suites.Config, device: torch.device, only: Sequence[str] | None = None,
-        log=print) -> dict[str, Any]:
-    """Run the benchmarks (all, or those named in `only`) and return the JSON-ready results."""
+        log: Callable[[str], object] = print,
+        on_update: Callable[[dict[str, Any]], object] | None = None) -> dict[str, Any]:
+    """Run the benchmarks (those named in `only`, else all; the quick config skips QUICK_SKIPS) and return
+    the JSON-ready results. on_update (optional) receives the results so far after each benchmark."""
     started = time.perf_counter()
     corpus = suites.make_corpus(config)
     results: dict[str, Any] = {}
-    wanted = set(only or ("time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
-                          "decoding"))
+    skips = QUICK_SKIPS if config == suites.QUICK else ()
+    if only:
+        wanted = [name for name in BENCHMARKS if name in only]
+    else:
+        wanted = [name for name in BENCHMARKS if name not in skips]
     model = None
-    if "time_to_quality" in wanted:
-        log("time to quality ...")
-        results["time_to_quality"], model = suites.time_to_quality(config, corpus, device)
-    for name in ("training_throughput", "attention_cost", "luong_parallel"):
-        if name in wanted:
-            log(f"{name.replace('_', ' ')} ...")
+
+    def report() -> dict[str, Any]:
+        return {"machine": machine_info(device), "config": suites.config_dict(config),
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "decoding_model": ("trained by time_to_quality" if "time_to_quality" in wanted
+                                   else "untrained"),
+                "seconds": time.perf_counter() - started, "benchmarks": results,
+                "claims": claims(results, device)}
+
+    for name in wanted:
+        log(f"{name.replace('_', ' ')} ...")
+        if name == "time_to_quality":
+            results[name], model = suites.time_to_quality(config, corpus, device, log=log)
+        elif name == "decoding":
+            if model is None:     # without the trained model, decoding runs on fresh weights
+                model = suites.new_model(config, corpus, device)
+            results[name] = suites.decoding(config, corpus, model, device)
+        elif name == "compile":
+            results[name] = suites.compile_cost(config, corpus, device)
+        else:
             results[name] = getattr(suites, name)(config, corpus, device)
-    if "decoding" in wanted:
-        log("decoding ...")
-        if model is None:     # without the trained model, decoding runs on fresh weights
-            model = suites.new_model(config, corpus, device)
-        results["decoding"] = suites.decoding(config, corpus, model, device)
-    return {"machine": machine_info(device), "config": suites.config_dict(config),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "decoding_model": "trained by time_to_quality" if "time_to_quality" in wanted else "untrained",
-            "seconds": time.perf_counter() - started, "benchmarks": results,
-            "claims": claims(results, device)}
+        if on_update is not None:
+            on_update(report())
+    return report()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,9 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: at these sizes extra threads gain little and "
                              "make timings on a shared machine erratic); 0 keeps torch's default")
-    parser.add_argument("--only", nargs="+", default=None,
-                        choices=("time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
-                                 "decoding"), help="run only these benchmarks")
+    parser.add_argument("--only", nargs="+", default=None, choices=BENCHMARKS,
+                        help="run only these benchmarks (default: all; --quick skips compile)")
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads={args.threads}, expected 0 (torch's default) or a positive count")
@@ -153,10 +170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     device = get_device(args.device)
     config = suites.QUICK if args.quick else suites.FULL
-    results = run(config, device, args.only, log=lambda text: print(text, file=sys.stderr, flush=True))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench-{device.type}{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(results, indent=1) + "\n")
+
+    def save(results: dict[str, Any]) -> None:      # after every benchmark, so a long run keeps what it did
+        path.write_text(json.dumps(results, indent=1) + "\n")
+
+    results = run(config, device, args.only, log=lambda text: print(text, file=sys.stderr, flush=True),
+                  on_update=save)
+    save(results)
     machine = results["machine"]
     print(f"{machine['device_name']} ({machine['device']}), {machine['torch_threads']} torch threads, "
           f"torch {machine['torch']}; {results['seconds']:.0f} s")

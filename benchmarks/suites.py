@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, NamedTuple
@@ -41,7 +42,7 @@ from attn_course.metrics import corpus_bleu
 from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import masked_cross_entropy, train
 from benchmarks import d2l_style
-from benchmarks.measure import interleaved, peak_memory, ratio, summary, time_once, timed_call
+from benchmarks.measure import interleaved, peak_memory, ratio, summary, synchronize, time_once, timed_call
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class Config:
     ttq_max_epochs: int = 40
     step_batches: int = 4            # batches per timed sample of training throughput
     repeats: int = 7                 # timed samples per configuration (the median is reported)
+    attention_repeats: int = 15      # the same for the (shorter) decoder-only timings
     warmup: int = 1
     decode_sentences: int = 1000
     decode_batch_size: int = 250
@@ -74,7 +76,8 @@ class Config:
 
 FULL = Config()
 QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, embed_size=8, num_hiddens=8,
-                batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, warmup=0,
+                batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, attention_repeats=2,
+                warmup=0,
                 decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_repeats=1,
                 memory_sentences=2)
 
@@ -154,7 +157,8 @@ def _loader_facts(batches: Sequence[Batch]) -> dict[str, Any]:
             "target_positions": sum(b.tgt_out.numel() for b in batches)}
 
 
-def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str) -> tuple[dict, Seq2Seq]:
+def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
+                    log: Callable[[str], object] | None = None) -> tuple[dict, Seq2Seq]:
     """Training seconds until held-out corpus BLEU >= config.target_bleu: attn_course vs d2l-style pipeline.
 
     Both start from the same weights (d2l_style.from_attn_course), use Adam(lr), clip at config.clip and
@@ -162,7 +166,7 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str) 
     scored on the same held-out sentences (scoring is not timed). attn_course: length-bucketed batches,
     attn_course.training.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
     every sentence padded to num_steps, d2l's decoder, loss and fit loop, predict_step (num_steps steps).
-    Returns the results and the attn_course model as trained.
+    `log` (optional) receives one line per epoch. Returns the results and the attn_course model as trained.
     """
     model = new_model(config, corpus, device)
     twin = d2l_style.from_attn_course(model)
@@ -195,6 +199,8 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str) 
                                "bleu": round(bleu, 2)})
             if bleu >= config.target_bleu:
                 s["seconds_to_target"] = s["train_s"]
+            if log is not None:
+                log(f"  {name}: epoch {s['epochs']}, {s['train_s']:.1f} s of training, BLEU {bleu:.1f}")
     ours_epoch = [ours_loader.dataset.collate([ours_loader.dataset[i] for i in idx])
                   for idx in ours_loader.batch_sampler]
     d2l_epoch = list(d2l_loader)
@@ -388,7 +394,7 @@ def attention_cost(config: Config, corpus: Corpus, device: torch.device | str) -
             state = twin.decoder.init_state((enc.outputs, enc.state), enc.valid_lens)
             fns["d2l_style_with_attention"] = _fwd_bwd(
                 lambda t=twin, s=state: t.decoder(batch.tgt_in, s)[0], batch)
-        samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+        samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
         entry = {"run_as": "step loop" if options["kind"] == "bahdanau" or options.get("input_feeding")
                  else "whole sequence", "timings": _timings(samples),
                  "attention_over_floor": ratio(samples, "with_attention", "without_attention"),
@@ -413,10 +419,50 @@ def luong_parallel(config: Config, corpus: Corpus, device: torch.device | str) -
     with torch.no_grad():
         parallel, loop = decoder(batch.tgt_in, enc)[0], Decoder.forward(decoder, batch.tgt_in, enc)[0]
         difference = float((parallel - loop).abs().max())
-    samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+    samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
     return {"batch_shape_tgt": list(batch.tgt_in.shape), "timings": _timings(samples),
             "speedup": ratio(samples, "step_loop", "parallel"), "max_abs_logit_diff": difference,
             "memory": _memory(fns, device)}
+
+
+def compile_cost(config: Config, corpus: Corpus, device: torch.device | str) -> dict[str, Any]:
+    """torch.compile on attn_course's Bahdanau training step: the compile time, then eager vs compiled.
+
+    One fixed shape (d2l's batches, every sentence at num_steps), so the step compiles once; inductor's
+    caches are off, so the compile is measured cold. The first compiled step (which compiles the forward
+    and backward graphs) is timed on the wall clock, since compilation also runs in worker processes.
+    """
+    import torch._inductor.config as inductor_config
+
+    batches = []
+    for k in range(0, config.step_batches * config.batch_size, config.batch_size):
+        items = [corpus.dataset[i] for i in range(k, k + config.batch_size)]
+        batches.append(d2l_style.fixed_length_batch(items, corpus.src_vocab, corpus.tgt_vocab,
+                                                    corpus.num_steps).to(device))
+    eager = new_model(config, corpus, device).train()
+    compiled_model = new_model(config, corpus, device).train()
+    compiled = torch.compile(compiled_model)
+    eager_opt = torch.optim.Adam(eager.parameters(), lr=config.lr)
+    compiled_opt = torch.optim.Adam(compiled_model.parameters(), lr=config.lr)
+    losses: dict[str, list[float]] = {}
+
+    def steps(name: str, model: nn.Module, optimizer: torch.optim.Optimizer) -> Callable[[], None]:
+        return lambda: losses.__setitem__(name, [attn_course_step(model, b, optimizer, config.clip)
+                                                 for b in batches])
+
+    fns = {"eager": steps("eager", eager, eager_opt), "compiled": steps("compiled", compiled, compiled_opt)}
+    with inductor_config.patch(force_disable_caches=True):
+        synchronize(device)
+        start = time.perf_counter()
+        attn_course_step(compiled, batches[0], compiled_opt, config.clip)
+        synchronize(device)
+        compile_wall = time.perf_counter() - start
+        attn_course_step(eager, batches[0], eager_opt, config.clip)     # the same first step, eagerly
+        samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+    return {"batch_shape_tgt": list(batches[0].tgt_in.shape), "compile_wall_s": compile_wall,
+            "timings": _timings(samples), "speedup": ratio(samples, "eager", "compiled"),
+            "max_abs_loss_diff": max(abs(a - b) for a, b in zip(losses["eager"], losses["compiled"],
+                                                                 strict=True))}
 
 
 # --------------------------------------------------------------------------------------------- decoding
