@@ -2,19 +2,41 @@
 
 One module per concept, in the order the chapters teach them. The package is the single
 source of truth: chapters build teaching versions inline, then assert they agree with it.
+Data (`attn_course.data`), metrics, plots, widgets, exercise checks and grading live in their
+own modules and are imported from there.
 """
 
 from attn_course.attention import AdditiveAttention, DotProductAttention, LuongAttention, Memory
+from attn_course.decoders import BahdanauDecoder, LuongDecoder, PlainDecoder
+from attn_course.decoding import beam_search, greedy_decode, translate
+from attn_course.encoders import Encoder, EncoderOutput
 from attn_course.masking import masked_softmax, sequence_mask
+from attn_course.seq2seq import Seq2Seq, build_model
+from attn_course.training import load_checkpoint, masked_cross_entropy, recipe, save_checkpoint, train
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdditiveAttention",
+    "BahdanauDecoder",
     "DotProductAttention",
+    "Encoder",
+    "EncoderOutput",
     "LuongAttention",
+    "LuongDecoder",
     "Memory",
+    "PlainDecoder",
+    "Seq2Seq",
     "__version__",
+    "beam_search",
+    "build_model",
+    "greedy_decode",
+    "load_checkpoint",
+    "masked_cross_entropy",
     "masked_softmax",
+    "recipe",
+    "save_checkpoint",
     "sequence_mask",
+    "train",
+    "translate",
 ]

@@ -104,9 +104,23 @@ class _Attention(nn.Module, ABC):
         """
         return self._attend(queries, memory, lens_name="memory.valid_lens")
 
+    def scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        """Raw scores before masking and softmax, for callers that shape the weights themselves.
+
+        queries: (batch_size, num_queries, query_size); memory: from `prepare`.
+        Returns: (batch_size, num_queries, num_keys), unmasked (local attention windows them first).
+        """
+        self._check_queries(queries, memory, lens_name="memory.valid_lens")
+        return self._scores(queries, memory)
+
     def _attend(
         self, queries: torch.Tensor, memory: Memory, lens_name: str
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        self._check_queries(queries, memory, lens_name)
+        weights = _masked_softmax(self._scores(queries, memory), memory.valid_lens)
+        return torch.bmm(self.dropout(weights), memory.values), weights
+
+    def _check_queries(self, queries: torch.Tensor, memory: Memory, lens_name: str) -> None:
         batch_size, num_keys, _ = memory.values.shape
         if self.query_size is not None:
             size_name, size = "query_size", self.query_size
@@ -118,8 +132,6 @@ class _Attention(nn.Module, ABC):
         check_valid_lens(
             memory.valid_lens, batch_size, queries.shape[1], num_keys, name=lens_name, check_values=False
         )
-        weights = _masked_softmax(self._scores(queries, memory), memory.valid_lens)
-        return torch.bmm(self.dropout(weights), memory.values), weights
 
     def forward(
         self,

@@ -313,7 +313,7 @@ class LuongDecoder(Decoder):
         if self.alignment == "global":
             return self.attention.attend(queries, memory)
         # Local attention needs the raw scores, to mask them to a two-sided window before the softmax.
-        scores = self.attention._scores(queries, memory)                     # (B, Q, S)
+        scores = self.attention.scores(queries, memory)                      # (B, Q, S)
         centres = self.centres(queries, first_step, memory.valid_lens)       # (B, Q)
         positions = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
         distance = positions[None, None] - centres[..., None]                # s - p_t: (B, Q, S)

@@ -576,3 +576,15 @@ def test_scaled_dot_scores_match_d2l_division_exactly():
     queries, keys = torch.randn(2, 3, 7), torch.randn(2, 4, 7)
     expected = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(7)
     assert torch.equal(dot_scores(queries, keys, scaled=True), expected)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat", "location"])
+def test_public_scores_softmaxed_with_the_mask_give_the_attention_weights(score):
+    layer = LuongAttention(score, 6, 6, num_hiddens=5 if score == "concat" else None,
+                           max_len=9 if score == "location" else None)
+    keys, queries = torch.randn(3, 7, 6), torch.randn(3, 2, 6)
+    memory = layer.prepare(keys, keys, torch.tensor([7, 3, 0]))
+    _, weights = layer.attend(queries, memory)
+    torch.testing.assert_close(masked_softmax(layer.scores(queries, memory), memory.valid_lens), weights)
+    with pytest.raises(ValueError, match="queries"):
+        layer.scores(torch.randn(3, 2, 4), memory)

@@ -1002,7 +1002,7 @@ def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
     queries = torch.randn(3, 4, 6)
     memory = decoder.attention.prepare(keys, keys, lens)
     inputs = {
-        "scores": decoder.attention._scores(queries, memory),
+        "scores": decoder.attention.scores(queries, memory),
         "centres": decoder.centres(queries, 0, lens),
         "window": 2,
         "valid_lens": lens,
