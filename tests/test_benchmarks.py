@@ -202,3 +202,20 @@ def test_command_line_writes_the_json_and_prints_the_table(tmp_path, capsys):
     assert set(written["benchmarks"]) == {"luong_parallel"}
     out = capsys.readouterr().out
     assert "Luong parallel vs loop" in out and "wrote" in out
+
+
+def test_budget_strict_fails_when_a_notebook_is_over_its_limit(tmp_path, monkeypatch, capsys):
+    from benchmarks import budget
+
+    times = {"fast.ipynb": 10.0, "slow.ipynb": 150.0}
+    monkeypatch.setattr(budget, "time_notebook", lambda path: {"notebook": path.name, "passed": True,
+                                                               "wall_s": times[path.name], "cpu_s": 1.0})
+    paths = [str(tmp_path / name) for name in times]
+    out = tmp_path / "budget.json"
+    assert budget.main([*paths, "--limit", "120", "--out", str(out)]) == 0       # reports only
+    assert budget.main([*paths, "--limit", "120", "--strict"]) == 1
+    assert budget.main([paths[0], "--limit", "120", "--strict"]) == 0
+    written = json.loads(out.read_text())
+    assert [row["within_limit"] for row in written["notebooks"]] == [True, False]
+    assert written["total_wall_s"] == 160.0
+    assert "slow.ipynb" in capsys.readouterr().out
