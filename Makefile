@@ -10,6 +10,10 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told to; containers and CI often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildcard solutions/*.ipynb)
+# The course's models are small: one CPU thread per kernel runs them faster than several (thread hand-off
+# costs more than the arithmetic) and keeps chapters within their time on a 2-core machine. Override with
+# e.g. `make lab THREADS=4`.
+THREADS ?= 1
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
 .PHONY: env lab test lint unit notebooks bench gpu-check clean
@@ -28,7 +32,7 @@ $(STAMP): pyproject.toml Makefile
 	@touch $@
 
 lab: env
-	$(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(ROOT_FLAG) $(LAB_ARGS)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
 lint: env
 	$(BIN)/ruff check .
@@ -37,7 +41,7 @@ unit: env
 	$(BIN)/python -m pytest tests
 
 notebooks: env
-	$(if $(strip $(NOTEBOOKS)),$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
+	$(if $(strip $(NOTEBOOKS)),OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
 
 test: lint unit notebooks
 
@@ -48,7 +52,7 @@ bench: env
 # On a machine with a CUDA GPU: every notebook under nbval, then the benchmarks, on the GPU.
 gpu-check: env
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
-	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+	OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 clean:
