@@ -20,6 +20,7 @@ workers use two cores without oversubscribing them).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -59,11 +60,14 @@ from attn_course.metrics import (
     corpus_bleu,
     exact_match,
 )
-from attn_course.runtime import seed_everything
+from attn_course.runtime import get_device, seed_everything
 from attn_course.seq2seq import Seq2Seq, build_model
-from attn_course.training import History, evaluate_loss, train
+from attn_course.training import History, evaluate_loss, load_checkpoint, save_checkpoint, train
 
 RESULTS_FORMAT = "attn_course.experiments/1"
+
+#: Where chapters keep the models they train, to share them (git-ignored; any chapter retrains if missing).
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 
 # ------------------------------------------------------------------------------------------------ variants
@@ -140,13 +144,15 @@ def reversal_data(num_pairs: int, *, min_len: int = 8, max_len: int = 20, vocab_
 class TrainConfig:
     """Sizes and optimisation shared by every variant of one experiment.
 
-    The encoder is a bidirectional GRU with num_hiddens // 2 units per direction, so its annotations have
-    num_hiddens features, the size of the decoder state: every Luong score (dot included) and Bahdanau's
-    decoder read the same encoder, and attention is the only thing that differs between variants.
+    The encoder is a bidirectional GRU with encoder_hiddens units per direction (default num_hiddens // 2,
+    so that its annotations have num_hiddens features, the size of the decoder state: then every Luong
+    score, dot included, and Bahdanau's decoder read the same encoder, and attention is the only thing
+    that differs between variants). The decoder has num_hiddens units; window is local attention's D.
     """
 
     embed_size: int = 32
     num_hiddens: int = 64
+    encoder_hiddens: int | None = None
     window: int = 10
     epochs: int = 12
     batch_size: int = 64
@@ -154,9 +160,14 @@ class TrainConfig:
     clip: float = 1.0
 
     def __post_init__(self):
-        if self.num_hiddens < 2 or self.num_hiddens % 2:
+        if self.encoder_hiddens is None and (self.num_hiddens < 2 or self.num_hiddens % 2):
             raise ValueError(f"num_hiddens={self.num_hiddens}, expected an even number >= 2 "
                              "(the bidirectional encoder gets num_hiddens // 2 per direction)")
+
+    @property
+    def encoder_size(self) -> int:
+        """Units per direction of the bidirectional encoder."""
+        return self.num_hiddens // 2 if self.encoder_hiddens is None else self.encoder_hiddens
 
 
 def build_variant(name: str, data: TaskData, config: TrainConfig) -> Seq2Seq:
@@ -170,16 +181,16 @@ def build_variant(name: str, data: TaskData, config: TrainConfig) -> Seq2Seq:
         if options["score"] == "location":
             options["max_len"] = data.max_src_positions
     return build_model(kind, len(data.src_vocab), len(data.tgt_vocab), embed_size=config.embed_size,
-                       num_hiddens=config.num_hiddens // 2, bidirectional=True,
+                       num_hiddens=config.encoder_size, bidirectional=True,
                        dec_hiddens=config.num_hiddens, **options)
 
 
 def train_variant(name: str, data: TaskData, config: TrainConfig, *, seed: int,
-                  device: torch.device | str = "cpu", progress: bool = False,
+                  device: torch.device | str | None = None, progress: bool = False,
                   callback=None) -> tuple[Seq2Seq, History]:
     """Build variant `name` with `seed` and train it on data.train (validation loss on data.val).
 
-    Returns the trained model (eval mode) and its `attn_course.training.History`.
+    device: default CUDA when present. Returns the trained model (eval mode) and its History.
     """
     seed_everything(seed)
     model = build_variant(name, data, config)
@@ -188,6 +199,61 @@ def train_variant(name: str, data: TaskData, config: TrainConfig, *, seed: int,
                     val_loader=data.loader(data.val, config.batch_size), progress=progress, seed=seed,
                     callback=callback)
     return model, history
+
+
+#: The corpus of chapters 3, 4 and 6: toy sentences of 3-40 source tokens, split 80/10/10.
+CHAPTER_DATA = {"num_pairs": 6000, "min_len": 3, "max_len": 40, "seed": 0}
+
+#: The model and training of chapters 3, 4 and 6 (no attention and Bahdanau): a 64-unit decoder reading
+#: a bidirectional encoder of 64 units per direction; 4 epochs of batches of 32.
+CHAPTER_TRAIN = TrainConfig(embed_size=32, num_hiddens=64, encoder_hiddens=64, epochs=4, batch_size=32)
+
+
+def chapter_data() -> TaskData:
+    """The corpus of chapters 3, 4 and 6 (`CHAPTER_DATA`)."""
+    return translation_data(**CHAPTER_DATA)
+
+
+def data_fingerprint(data: TaskData) -> str:
+    """A short hash of the splits and vocabularies: equal fingerprints mean the same data."""
+    digest = hashlib.sha256()
+    for part in (data.train, data.val, data.test):
+        for example in part:
+            digest.update(json.dumps([example.src, example.tgt]).encode())
+        digest.update(b"|")
+    for vocab in (data.src_vocab, data.tgt_vocab):
+        digest.update(json.dumps(vocab.idx_to_token).encode())
+    return digest.hexdigest()[:16]
+
+
+def load_or_train(name: str, data: TaskData, config: TrainConfig, *, seed: int,
+                  path: str | Path | None = None, device: torch.device | str | None = None,
+                  progress: bool = False, callback=None) -> tuple[Seq2Seq, dict[str, Any]]:
+    """Variant `name` trained on `data` with `config` and `seed`, loaded from the checkpoint at `path` if
+    one was saved there for exactly these settings and data, otherwise trained (and then saved to `path`).
+
+    Lets chapters share trained models through a folder (e.g. artifacts/) while each still runs on its
+    own. Returns the model (eval mode, on `device`, default CUDA when present) and the training record
+    {"loaded": bool, "train_loss", "val_loss": per-epoch lists, "train_cpu_seconds", "train_seconds"}.
+    """
+    device = get_device() if device is None else torch.device(device)
+    settings = {"variant": name, "config": asdict(config), "seed": seed, "data": data_fingerprint(data)}
+    path = None if path is None else Path(path)
+    if path is not None and path.is_file():
+        try:
+            model, metadata = load_checkpoint(path, device=device)
+        except (ValueError, RuntimeError, KeyError):
+            model, metadata = None, {}
+        if model is not None and metadata.get("settings") == json.loads(json.dumps(settings)):
+            return model, {**metadata["record"], "loaded": True}
+    model, history = train_variant(name, data, config, seed=seed, device=device, progress=progress,
+                                   callback=callback)
+    record = {"train_loss": history.train_loss, "val_loss": history.val_loss,
+              "train_cpu_seconds": sum(history.cpu_seconds), "train_seconds": sum(history.seconds)}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(model, path, settings=settings, record=record)
+    return model, {**record, "loaded": False}
 
 
 # ------------------------------------------------------------------------------------------------ scoring

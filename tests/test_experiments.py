@@ -177,3 +177,24 @@ def test_local_p_decoder_is_used_for_local_p_variants():
     model = X.build_variant("local-p-general", data, replace(config, window=3))
     assert isinstance(model.decoder, LuongDecoder)
     assert model.decoder.alignment == "local-p" and model.decoder.window == 3
+
+
+def test_load_or_train_reuses_a_checkpoint_only_for_the_same_settings(tmp_path):
+    data = X.reversal_data(40, min_len=4, max_len=7, vocab_size=5)
+    config = X.TrainConfig(embed_size=4, num_hiddens=6, window=2, epochs=1, batch_size=8)
+    path = tmp_path / "model.pt"
+    first, record = X.load_or_train("local-p-general", data, config, seed=0, path=path, device="cpu")
+    assert not record["loaded"] and path.is_file() and len(record["train_loss"]) == 1
+    again, record = X.load_or_train("local-p-general", data, config, seed=0, path=path, device="cpu")
+    assert record["loaded"]
+    for (name, a), b in zip(first.state_dict().items(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    other, record = X.load_or_train("local-p-general", data, config, seed=1, path=path, device="cpu")
+    assert not record["loaded"]
+    assert not torch.equal(other.decoder.W_s.weight, first.decoder.W_s.weight)
+
+
+def test_encoder_hiddens_sets_the_encoder_size_per_direction():
+    data = X.translation_data(30, max_len=6)
+    model = X.build_variant("bahdanau", data, X.TrainConfig(embed_size=4, num_hiddens=6, encoder_hiddens=5))
+    assert model.encoder.enc_size == 10 and model.decoder.num_hiddens == 6
