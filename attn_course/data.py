@@ -129,21 +129,17 @@ def _check_vocab_size(vocab_size) -> None:
 def copy_task(num_pairs: int, *, min_len: int = 3, max_len: int = 20, vocab_size: int = 20,
               seed: int = 0) -> list[Example]:
     """Sequences of the symbols "0" … str(vocab_size - 1) (repeats allowed) to be copied: link i ↔ i."""
-    _check_count(num_pairs)
-    _check_lengths(min_len, max_len)
-    _check_vocab_size(vocab_size)
-    rng, symbols = random.Random(seed), _symbols(vocab_size)
-    out = []
-    for _ in range(num_pairs):
-        src = rng.choices(symbols, k=rng.randint(min_len, max_len))
-        links = {(i, i) for i in range(len(src))}
-        out.append(Example(src, list(src), links, links))
-    return out
+    return _symbol_task(num_pairs, min_len, max_len, vocab_size, seed, reverse=False)
 
 
 def reverse_task(num_pairs: int, *, min_len: int = 3, max_len: int = 20, vocab_size: int = 20,
                  seed: int = 0) -> list[Example]:
     """Sequences to be reversed: source position i links to target position n - 1 - i (an anti-diagonal)."""
+    return _symbol_task(num_pairs, min_len, max_len, vocab_size, seed, reverse=True)
+
+
+def _symbol_task(num_pairs: int, min_len: int, max_len: int, vocab_size: int, seed: int,
+                 reverse: bool) -> list[Example]:
     _check_count(num_pairs)
     _check_lengths(min_len, max_len)
     _check_vocab_size(vocab_size)
@@ -152,8 +148,8 @@ def reverse_task(num_pairs: int, *, min_len: int = 3, max_len: int = 20, vocab_s
     for _ in range(num_pairs):
         src = rng.choices(symbols, k=rng.randint(min_len, max_len))
         n = len(src)
-        links = {(i, n - 1 - i) for i in range(n)}
-        out.append(Example(src, src[::-1], links, links))
+        links = {(i, n - 1 - i if reverse else i) for i in range(n)}
+        out.append(Example(src, src[::-1] if reverse else list(src), links, links))
     return out
 
 
