@@ -10,6 +10,7 @@ All of them compare configurations on the same data and the same initial weights
 - `attention_cost`: each attention decoder vs the same decoder with attention removed, run the same way.
 - `luong_parallel`: Luong global attention without input feeding, parallel path vs step loop.
 - `decoding`: batched greedy and beam search vs one sentence at a time (and d2l's prediction).
+- `compile_cost`: torch.compile on the training step: the compile time, then compiled vs eager.
 """
 
 from __future__ import annotations
