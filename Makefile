@@ -52,7 +52,7 @@ bench: env
 # On a machine with a CUDA GPU: every notebook under nbval, then the benchmarks, on the GPU.
 gpu-check: env
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
-	OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+	$(MAKE) --no-print-directory notebooks
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 clean:
