@@ -69,8 +69,12 @@ def length_penalty(length: int, alpha: float, norm: str = "power") -> float:
 
 
 def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
-                  max_len: int | None) -> int:
-    """Validate the common arguments; return max_len (default 2 S + 10)."""
+                  max_len: int | None) -> list[int]:
+    """Validate the common arguments; return each sentence's most tokens (default 2 S_i + 10).
+
+    The default counts each sentence's own source length S_i, not the padded width, so a sentence's
+    result does not depend on the sentences it is batched with.
+    """
     check_tokens("src", src)
     check_valid_lens(src_valid_lens, src.shape[0], src.shape[1], "src_valid_lens")
     vocab_size = model.decoder.vocab_size
@@ -78,10 +82,10 @@ def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int,
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab_size:
             raise ValueError(f"{name}={value!r}, expected a token id in [0, {vocab_size})")
     if max_len is None:
-        return 2 * src.shape[1] + 10
+        return [2 * int(n) + 10 for n in src_valid_lens.tolist()]
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
         raise ValueError(f"max_len={max_len!r}, expected a positive int (the most tokens to generate)")
-    return max_len
+    return [max_len] * src.shape[0]
 
 
 def _model_device(model: Seq2Seq) -> torch.device:
@@ -100,10 +104,11 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
     """Greedy search for a batch: at each step every unfinished sentence takes its most likely token.
 
     src: (batch_size, S) long, right-padded; src_valid_lens: (batch_size,) long in [1, S].
-    max_len: the most tokens per sentence, <eos> included (default 2 S + 10).
-    Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos>.
+    max_len: the most tokens per sentence, <eos> included (default 2 S_i + 10, S_i its source length).
+    Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos> or its limit.
     """
-    max_len = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    max_len = max(limits)
     was_training = model.training
     model.eval()
     try:
@@ -116,6 +121,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
         weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
         scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
         steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
+        limit = torch.tensor(limits, device=device)
         active = torch.arange(batch_size, device=device)    # the sentences still being decoded
         y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
         for t in range(max_len):
@@ -126,7 +132,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
             scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
             if has_attention:
                 weights[active, t] = step_weights.float()
-            done = y == eos
+            done = (y == eos) | (limit[active] <= t + 1)
             if bool(done.any()):
                 steps[active[done]] = t + 1
                 keep = (~done).nonzero()[:, 0]
@@ -165,7 +171,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     number of generated tokens with <eos>). beam_size=1 is exactly greedy search.
     Returns one Hypothesis per sentence, in order.
     """
-    max_len = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size={beam_size!r}, expected a positive int")
     if length_norm not in LENGTH_NORMS:
@@ -173,14 +179,14 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     was_training = model.training
     model.eval()
     try:
-        return _beam_search(model, src, src_valid_lens, bos, eos, max_len, beam_size, length_penalty_alpha,
+        return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size, length_penalty_alpha,
                             length_norm)
     finally:
         model.train(was_training)
 
 
-def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int, max_len: int,
-                 K: int, alpha: float, norm: str) -> list[Hypothesis]:
+def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                 limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
@@ -197,7 +203,7 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
     finished: list[list[tuple]] = [[] for _ in range(batch_size)]
     y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
     num_candidates = min(2 * K, K * vocab_size)
-    for t in range(max_len):
+    for t in range(max(limits)):
         logits, state, step_weights = model.decoder.step(y, state)
         n = len(sentences)
         log_probs = F.log_softmax(logits.float(), dim=-1).double()
@@ -224,10 +230,10 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
         state = state.index_select(keep_rows)
         y = history[:, -1]
-        done = [len(finished[s]) >= K for s in sentences]
-        if t == max_len - 1:
-            done = [True] * n
-            for b, s in enumerate(sentences):                       # unfinished prefixes join the candidates
+        at_limit = [limits[s] <= t + 1 for s in sentences]
+        done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
+        for b, s in enumerate(sentences):  # at its limit, a sentence's live prefixes join the candidates
+            if at_limit[b]:
                 for k in range(K):
                     score = float(beam_scores[b, k])
                     if math.isfinite(score) and len(finished[s]) < K:

@@ -109,7 +109,7 @@ def test_batched_greedy_equals_one_sentence_at_a_time(copy_model):
     for i, hyp in enumerate(batched):
         n = int(batch.src_valid_lens[i])
         (alone,) = greedy_decode(model, batch.src[i : i + 1, :n], batch.src_valid_lens[i : i + 1],
-                                 bos=BOS, eos=EOS, max_len=2 * batch.src.shape[1] + 10)
+                                 bos=BOS, eos=EOS)
         assert alone.tokens == hyp.tokens and alone.finished == hyp.finished
         torch.testing.assert_close(alone.attention, hyp.attention)
         assert alone.score == pytest.approx(hyp.score, abs=1e-5)
@@ -227,7 +227,7 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(copy_model):
     for i, hyp in enumerate(batched):
         n = int(batch.src_valid_lens[i])
         (alone,) = beam_search(model, batch.src[i : i + 1, :n], batch.src_valid_lens[i : i + 1], bos=BOS,
-                               eos=EOS, beam_size=3, max_len=2 * batch.src.shape[1] + 10)
+                               eos=EOS, beam_size=3)
         assert alone.tokens == hyp.tokens
         assert alone.score == pytest.approx(hyp.score, abs=1e-5)
 
@@ -276,3 +276,21 @@ def test_translate_keeps_the_input_order_and_labels_the_attention(copy_model):
         translate(model, "1 2 3", src_vocab, tgt_vocab)
     with pytest.raises(ValueError, match=r"sentences\[1\]"):
         translate(model, ["1 2", ""], src_vocab, tgt_vocab)
+
+
+@pytest.mark.parametrize("search", ["greedy", "beam"])
+def test_a_sentence_that_never_ends_is_cut_at_its_own_limit_whatever_it_is_batched_with(search):
+    """The default limit, 2 S_i + 10, counts each sentence's own length, not the padded batch width."""
+    torch.manual_seed(3)
+    model = build_model("bahdanau", 12, 9, embed_size=6, num_hiddens=8)
+    with torch.no_grad():
+        model.decoder.output.bias[EOS] = -1e4       # <eos> is never the best token: no sentence finishes
+    src, lens = random_batch((9, 2, 5))
+    decode = greedy_decode if search == "greedy" else (lambda *a, **k: beam_search(*a, **k, beam_size=2))
+    batched = decode(model, src, lens, bos=BOS, eos=EOS)
+    for i, hyp in enumerate(batched):
+        n = int(lens[i])
+        assert not hyp.finished and len(hyp.tokens) == 2 * n + 10
+        (alone,) = decode(model, src[i : i + 1, :n], lens[i : i + 1], bos=BOS, eos=EOS)
+        assert alone.tokens == hyp.tokens
+        assert alone.score == pytest.approx(hyp.score, abs=1e-5)
