@@ -126,6 +126,7 @@ def train(
     *,
     epochs: int,
     lr: float = 5e-3,
+    lr_decay: float | None = None,
     clip: float | None = 1.0,
     device: torch.device | str | None = None,
     val_loader: Iterable | None = None,
@@ -140,7 +141,9 @@ def train(
     tgt_valid_lens (B,) (attn_course.data.Batch); the decoder reads tgt_in = <bos> y_1 ... (teacher
     forcing) and is scored on tgt_out = y_1 ... <eos>. The model and batches move to `device` (default:
     CUDA when present). seed (optional) seeds torch/NumPy/random first, for reproducible dropout.
-    optimizer defaults to Adam(lr); pass one to continue training with its state.
+    optimizer defaults to Adam(lr); pass one to continue training with its state. lr_decay (optional,
+    in (0, 1]): the learning rate is multiplied by it after every epoch (torch's ExponentialLR), which
+    lets a short run take large steps first and settle later.
     val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
     epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
     """
@@ -148,11 +151,14 @@ def train(
         raise ValueError(f"epochs={epochs!r}, expected a non-negative int")
     if clip is not None and clip <= 0:
         raise ValueError(f"clip={clip}, expected a positive gradient norm or None")
+    if lr_decay is not None and (isinstance(lr_decay, bool) or not 0 < lr_decay <= 1):
+        raise ValueError(f"lr_decay={lr_decay!r}, expected a factor in (0, 1] or None")
     if seed is not None:
         seed_everything(seed)
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
+    scheduler = None if lr_decay is None else torch.optim.lr_scheduler.ExponentialLR(optimizer, lr_decay)
     history = History()
     try:
         num_batches = len(loader)
@@ -180,6 +186,8 @@ def train(
                 bar.update(1)
                 bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}")
             history.train_loss.append(total / max(tokens, 1))
+            if scheduler is not None:
+                scheduler.step()
             if val_loader is not None:
                 history.val_loss.append(evaluate_loss(model, val_loader, device=device))
             history.seconds.append(time.perf_counter() - wall)

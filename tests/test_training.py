@@ -113,6 +113,18 @@ def test_callback_runs_after_every_epoch_sees_validation_and_can_stop_training()
     assert history.val_perplexity == [math.exp(x) for x in history.val_loss]
 
 
+def test_lr_decay_multiplies_the_learning_rate_after_every_epoch():
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_model(src_vocab, tgt_vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    rates = []
+    train(model, loader, epochs=3, lr_decay=0.5, optimizer=optimizer, device="cpu", progress=False,
+          callback=lambda epoch, history, model_: rates.append(optimizer.param_groups[0]["lr"]))
+    assert rates == pytest.approx([0.005, 0.0025, 0.00125])
+    train(model, loader, epochs=1, optimizer=optimizer, device="cpu", progress=False)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.00125)     # no decay unless asked
+
+
 def test_gradients_are_clipped_to_the_given_norm(monkeypatch):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
     model = tiny_model(src_vocab, tgt_vocab)
@@ -136,6 +148,9 @@ def test_train_rejects_bad_arguments():
         train(model, loader, epochs=-1, progress=False)
     with pytest.raises(ValueError, match="clip="):
         train(model, loader, epochs=1, clip=0, progress=False)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match=r"lr_decay=.*expected a factor in \(0, 1\]"):
+            train(model, loader, epochs=1, lr_decay=bad, progress=False)
     with pytest.raises(ValueError, match="a batch must have the fields"):
         train(model, [torch.zeros(2, 3)], epochs=1, device="cpu", progress=False)
 
