@@ -5,6 +5,9 @@ are source positions, a cell's colour is the weight that step gives that source 
 you pass, or on a new Figure it returns (shown once when it is the last expression of a notebook cell; it
 is never left open in pyplot, so drawing many figures in a loop leaks nothing). The widgets in
 `attn_course.widgets` draw the same figure and send it to the browser as PNG bytes (`figure_to_png`).
+
+For training, `loss_figure` draws the per-epoch loss curves and `LiveLoss` is a `train` callback that
+redraws them in place after every epoch.
 """
 
 from __future__ import annotations
@@ -219,3 +222,72 @@ def heatmap(
             color = "white" if value > 0.6 * top else "black"
             ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
     return fig
+
+
+# ------------------------------------------------------------------------------------------------ training
+def loss_figure(train_loss: Sequence[float], val_loss: Sequence[float] = (), *, epochs: int | None = None,
+                title: str | None = None) -> Figure:
+    """Per-epoch training and validation loss (cross-entropy per real target token) on a new Figure.
+
+    train_loss, val_loss: one value per epoch so far (History.train_loss / val_loss); epochs: the planned
+    number of epochs, to fix the x-axis while training is under way. The Figure is not left in pyplot.
+    """
+    for name, values in (("train_loss", train_loss), ("val_loss", val_loss)):
+        if not all(np.isfinite(float(v)) for v in values):
+            raise ValueError(f"{name} has a non-finite value: {list(values)}")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs={epochs!r}, expected a positive int or None")
+    fig, (ax,) = new_figure(5, 3)
+    fig.subplots_adjust(left=0.15, bottom=0.17, right=0.97, top=0.88)
+    last = max(len(train_loss), len(val_loss), epochs or 0, 1)
+    if train_loss:
+        ax.plot(range(1, len(train_loss) + 1), train_loss, "o-", color="C0", label="train")
+    if val_loss:
+        ax.plot(range(1, len(val_loss) + 1), val_loss, "s-", color="C1", label="validation")
+    ax.set(xlabel="epoch", ylabel="cross-entropy per token (nats)", xlim=(0.5, last + 0.5),
+           xticks=list(range(1, last + 1)))
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if train_loss or val_loss:
+        ax.legend()
+    return fig
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:                                       # pragma: no cover - IPython is a dependency
+        return False
+    return get_ipython() is not None
+
+
+class LiveLoss:
+    """A `train` callback that redraws the loss curves after every epoch, in place, in a notebook.
+
+        live = LiveLoss(epochs=4, title="Bahdanau attention")
+        train(model, loader, epochs=4, val_loader=val_loader, callback=live)
+
+    The figure sits in one output of the cell (an IPython display handle) and grows epoch by epoch; outside
+    IPython nothing is displayed. `figure` is the latest Figure; `draw(train_loss, val_loss)` draws a
+    finished record the same way (a model loaded from a checkpoint, say). It never stops training.
+    """
+
+    def __init__(self, *, epochs: int | None = None, title: str | None = None) -> None:
+        self.epochs, self.title = epochs, title
+        self.figure: Figure | None = None
+        self._handle = None
+
+    def __call__(self, epoch: int, history, model=None) -> None:
+        self.draw(history.train_loss, history.val_loss)
+
+    def draw(self, train_loss: Sequence[float], val_loss: Sequence[float] = ()) -> Figure:
+        """Draw (or redraw in place) the curves of train_loss and val_loss; returns the Figure."""
+        self.figure = loss_figure(train_loss, val_loss, epochs=self.epochs, title=self.title)
+        if _in_ipython():
+            from IPython.display import display
+
+            if self._handle is None:
+                self._handle = display(self.figure, display_id=True)
+            else:
+                self._handle.update(self.figure)
+        return self.figure

@@ -19,9 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from torch import nn
 
-from attn_course.data import Example, Vocab, toy_translation
-from attn_course.plot import heatmap
+from attn_course import plot
+from attn_course.data import Example, TranslationDataset, Vocab, bucketed_loader, toy_translation
+from attn_course.plot import LiveLoss, heatmap, loss_figure
 from attn_course.seq2seq import build_model
+from attn_course.training import train
 from attn_course.widgets import (
     DEFAULT_KEYS,
     AttentionExplorer,
@@ -114,6 +116,58 @@ def examples() -> list[Example]:
 @pytest.fixture
 def explorer(vocabs, examples) -> AttentionExplorer:
     return AttentionExplorer(ScriptedModel(*vocabs), examples, *vocabs)
+
+
+# --------------------------------------------------------------------------------------------- loss curves
+
+
+def test_loss_figure_draws_one_point_per_epoch_on_a_fixed_axis():
+    fig = loss_figure([3.0, 2.0], [3.5, 2.5, 1.0][:2], epochs=4, title="training")
+    (ax,) = fig.axes
+    train_line, val_line = ax.get_lines()
+    assert list(train_line.get_xdata()) == [1, 2] and list(train_line.get_ydata()) == [3.0, 2.0]
+    assert list(val_line.get_ydata()) == [3.5, 2.5]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["train", "validation"]
+    assert ax.get_xlim() == (0.5, 4.5) and ax.get_title() == "training"
+    with pytest.raises(ValueError, match=r"train_loss has a non-finite value: \[1.0, nan\]"):
+        loss_figure([1.0, float("nan")])
+    with pytest.raises(ValueError, match="epochs=0, expected a positive int"):
+        loss_figure([1.0], epochs=0)
+
+
+def test_live_loss_redraws_one_display_in_place_after_every_epoch(monkeypatch):
+    import IPython.display
+
+    shown = []
+
+    class Handle:
+        def update(self, fig):
+            shown.append(("update", fig))
+
+    def display(fig, display_id):
+        assert display_id is True
+        shown.append(("display", fig))
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    monkeypatch.setattr(plot, "_in_ipython", lambda: True)
+    examples = toy_translation(16, min_len=3, max_len=5, seed=0)
+    src_vocab, tgt_vocab = Vocab([e.src for e in examples]), Vocab([e.tgt for e in examples])
+    loader = bucketed_loader(TranslationDataset(examples, src_vocab, tgt_vocab), 8, seed=0)
+    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=4, num_hiddens=4)
+    live = LiveLoss(epochs=3)
+    history = train(model, loader, epochs=3, val_loader=loader, device="cpu", progress=False, callback=live)
+    assert [kind for kind, _ in shown] == ["display", "update", "update"]
+    train_line, val_line = live.figure.axes[0].get_lines()
+    assert list(train_line.get_ydata()) == history.train_loss
+    assert list(val_line.get_ydata()) == history.val_loss
+    assert shown[-1][1] is live.figure
+
+
+def test_live_loss_displays_nothing_outside_ipython():
+    live = LiveLoss()
+    fig = live.draw([2.0, 1.0], [2.5, 1.5])
+    assert live.figure is fig and live._handle is None
 
 
 # --------------------------------------------------------------------------------------------- plot.heatmap
@@ -325,7 +379,7 @@ def test_beam_mode_uses_beam_search_and_enables_the_beam_slider(explorer):
     assert explorer.views[0].tgt_tokens == ["A", "B", "C", "<eos>"]
 
 
-def test_comparison_shows_both_models_and_shifts_luong_gold_one_row(vocabs, examples):
+def test_comparison_shows_both_models_and_scores_both_under_the_chosen_convention(vocabs, examples):
     bahdanau = ScriptedModel(*vocabs)
     luong = ScriptedModel(*vocabs, kind="luong", score="general")
     explorer = AttentionExplorer(bahdanau, examples, *vocabs, compare=luong)
@@ -333,10 +387,12 @@ def test_comparison_shows_both_models_and_shifts_luong_gold_one_row(vocabs, exam
     assert explorer.step_html.value.count("class='attn-view'") == 2
     explorer.gold_toggle.value = True
     bahdanau_view, luong_view = explorer.views
-    assert bahdanau_view.gold == frozenset(diagonal(3))
-    assert luong_view.gold == frozenset({(0, 1), (1, 2), (2, 3)})  # step t is credited to the word fed
-    assert bahdanau_view.aer == 0.0 and luong_view.aer == 1.0
-    assert "Bahdanau: <b>AER 0.00</b>" in explorer.aer_label.value
+    assert bahdanau_view.gold == luong_view.gold == frozenset(diagonal(3))
+    assert bahdanau_view.aer == luong_view.aer == 0.0
+    explorer.convention_dropdown.value = "input"               # step t credited to the word fed
+    bahdanau_view, luong_view = explorer.views
+    assert bahdanau_view.gold == luong_view.gold == frozenset({(0, 1), (1, 2), (2, 3)})
+    assert "Bahdanau: <b>AER 1.00</b>" in explorer.aer_label.value
     assert "Luong general: <b>AER 1.00</b>" in explorer.aer_label.value
 
 
@@ -348,6 +404,8 @@ def test_explorer_rejects_bad_arguments(vocabs, examples):
         AttentionExplorer(model, examples, *vocabs, mode="sampling")
     with pytest.raises(ValueError, match="names has 1 entries, expected one per model = 2"):
         AttentionExplorer(model, examples, *vocabs, compare=model, names=["only one"])
+    with pytest.raises(ValueError, match="convention is 'auto', expected one of"):
+        AttentionExplorer(model, examples, *vocabs, convention="auto")
     plain = build_model("plain", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
     with pytest.raises(ValueError, match="model has no attention"):
         AttentionExplorer(plain, examples, *vocabs)
@@ -424,6 +482,20 @@ def test_playground_rejects_bad_shapes():
         ScorePlayground(W_a=torch.eye(3))
 
 
+def test_every_model_is_scored_with_the_output_convention_unless_asked_otherwise(vocabs, examples):
+    """Luong's decoder too: the course's Luong models look at the word they predict (AER 0.08-0.14 under
+    "output" against 0.89-0.96 under "input" in results/luong_variants.json)."""
+    luong = build_model("luong", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
+    bahdanau = build_model("bahdanau", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
+    shown = AttentionExplorer(luong, examples, *vocabs, compare=bahdanau, mode="reference")
+    shown.gold_toggle.value = True
+    assert [view.convention for view in shown.views] == ["output", "output"]
+    assert shown.views[0].gold == frozenset(examples[0].sure)          # boxes in the rows of the words
+    asked = AttentionExplorer(luong, examples, *vocabs, mode="reference", convention="input")
+    assert asked.convention_dropdown.value == "input" and asked.views[0].convention == "input"
+    assert asked.views[0].gold == frozenset((i, j + 1) for i, j in examples[0].sure)
+
+
 def test_convention_dropdown_rescores_and_shifts_the_gold_boxes(explorer):
     explorer.gold_toggle.value = True
     assert explorer.views[0].convention == "output" and explorer.aer == 0.0
@@ -432,5 +504,5 @@ def test_convention_dropdown_rescores_and_shifts_the_gold_boxes(explorer):
     assert explorer.views[0].gold == frozenset({(0, 1), (1, 2), (2, 3)})
     assert explorer.aer == 1.0  # the word-by-word model looks at word t while fed word t - 1
     assert "AER 1.00" in explorer.aer_label.value
-    explorer.convention_dropdown.value = "auto"
+    explorer.convention_dropdown.value = "output"
     assert explorer.aer == 0.0
