@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import attn_course
 from attn_course import checks
 
 _MARKER = re.compile(r"^\s*#\s*EXERCISE\s+(ch\d+\.q\d+)\b", re.MULTILINE)
@@ -338,7 +339,7 @@ def _readable_by_anyone() -> bool:
     roots = {
         sysconfig.get_paths()["stdlib"],
         sysconfig.get_paths()["purelib"],
-        os.path.dirname(checks.__file__),
+        os.path.dirname(attn_course.__file__),
         os.path.dirname(os.path.realpath(sys.executable)),
     }
     for root in roots:
@@ -514,7 +515,7 @@ def _journal(path: Path) -> list[dict]:
 
 def _sandbox_env() -> dict[str, str]:
     env = dict(os.environ)
-    package_root = str(Path(checks.__file__).resolve().parents[1])
+    package_root = str(Path(attn_course.__file__).resolve().parents[1])
     env.update(
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",

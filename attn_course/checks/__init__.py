@@ -1,0 +1,123 @@
+"""Exercise checks: `q1.check()`, `q1.hint()` and `q1.solution()` for the notebooks in exercises/.
+
+An exercise asks the learner to write a function (or a class) that the package already has. Its check
+runs the learner's code and the package's reference on the same seeded inputs -- several shapes, masks
+and dtypes, with edge cases such as a valid length of 0 or a sequence of length 1 -- and, where they
+disagree, compares the learner's answer with known-wrong variants of the reference to name the likely
+mistake ("softmax over the wrong axis", "s_t where s_{t-1} is needed", ...). A check never raises: an
+exception in the learner's code is summarised (type, message, the learner's own line), and an untouched
+stub (whose body is ``raise NotImplementedError``) answers "not attempted yet".
+
+    from attn_course import checks
+    q1, q2 = checks.chapter(1)
+    q1.check()        # finds `sequence_mask` in the notebook, shows the verdict, returns a CheckResult
+    q1.hint()
+    q1.solution()
+
+A check has three parts, so that a grader can keep the learner's code away from the judge:
+
+1. `Exercise.cases()` builds the inputs (deterministic, from seeded specs; instructors may add hidden ones);
+2. `Exercise.attempt(answer, case)` runs the learner's code on one case and returns plain data only
+   (tensors, numbers, strings): the output, the tensor inputs as they were afterwards (to catch in-place
+   mutation), or a summary of the exception -- the only part that runs learner code;
+3. `Exercise.judge(cases, attempts)` compares the attempts with the reference and its mistake variants.
+
+In a notebook, `check()` runs all three in the learner's kernel. `attn_course.grading` runs part 2 in a
+sandboxed process and parts 1 and 3 in the grader, so nothing the learner's code does can change a grade.
+"""
+
+from __future__ import annotations
+
+from attn_course.checks.ch1_masking import MASKED_SOFTMAX, SEQUENCE_MASK
+from attn_course.checks.ch2_scoring import (
+    ADDITIVE_ATTENTION,
+    CONCAT_SCORES,
+    GENERAL_SCORES,
+    SCALED_DOT_PRODUCT,
+)
+from attn_course.checks.ch3_seq2seq import FINAL_STATE, MASKED_CROSS_ENTROPY
+from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
+from attn_course.checks.ch5_luong import LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
+from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
+    BEAM_STEP,
+    GREEDY_DECODE,
+    ScriptedDecoder,
+    ScriptedModel,
+    ScriptedState,
+)
+from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py also uses the two private ones
+    FAILED,
+    MAX_ELEMENTS,
+    MAX_ITEMS,
+    NOT_ATTEMPTED,
+    PASSED,
+    Case,
+    CheckResult,
+    ErrorHint,
+    Exercise,
+    Mistake,
+    _is_learner_frame,
+    _resolve,
+    compare,
+    sanitize,
+    summarize_exception,
+)
+
+# ----------------------------------------------------------------------------------------------------
+# Registry
+
+#: Names every exercise cell of a chapter may use: the grader runs exactly this before the learner's cells.
+PREAMBLES: dict[int, str] = {
+    1: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n",
+    2: "import math  # noqa: F401\n\nimport torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n\n"
+    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    3: "import torch  # noqa: F401\nfrom torch.nn import functional as F  # noqa: F401\n",
+    4: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
+    5: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n\n"
+    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n",
+}
+
+_CHAPTERS: dict[int, tuple[Exercise, ...]] = {
+    1: (SEQUENCE_MASK, MASKED_SOFTMAX),
+    2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES),
+    3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
+    4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
+    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
+    6: (GREEDY_DECODE, BEAM_STEP),
+}
+
+#: Every exercise by key ("ch1.q2"), in course order.
+EXERCISES: dict[str, Exercise] = {ex.key: ex for chapter in _CHAPTERS.values() for ex in chapter}
+
+
+def chapter(number: int) -> tuple[Exercise, ...]:
+    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``."""
+    if number not in _CHAPTERS:
+        raise ValueError(f"chapter must be one of {sorted(_CHAPTERS)}, got {number!r}")
+    return _CHAPTERS[number]
+
+
+def chapters() -> tuple[int, ...]:
+    """The chapter numbers that have exercises."""
+    return tuple(_CHAPTERS)
+
+
+__all__ = [
+    "EXERCISES",
+    "PREAMBLES",
+    "Case",
+    "CheckResult",
+    "ErrorHint",
+    "Exercise",
+    "Mistake",
+    "chapter",
+    "chapters",
+    "compare",
+    "sanitize",
+    "summarize_exception",
+]

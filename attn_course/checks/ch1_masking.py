@@ -1,0 +1,304 @@
+"""Chapter 1's exercises, masking: `sequence_mask` (ch1.q1) and `masked_softmax` (ch1.q2).
+
+Each exercise is an `Exercise` with its cases (shapes, valid lengths of 0 and of the full length, dtypes), its
+reference in `attn_course.masking`, and the known-wrong variants that name a learner's likely mistake.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.nn import functional as F
+
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.inputs import (
+    _d2l_masked_softmax,
+    _dtype,
+    _finite_masked_softmax,
+    _generator,
+    _keep_mask,
+    _lengths,
+    _lens_text,
+    _randn,
+    _size,
+)
+
+
+def _sequence_mask_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    shape = tuple(spec["shape"])
+    if len(shape) < 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
+        raise ValueError(f"shape must be 2+ positive ints (batch_size, maxlen, ...), got {spec['shape']!r}")
+    if dtype.is_floating_point:
+        X = _randn(shape, gen, dtype)
+    else:
+        X = torch.randint(1, 100, shape, generator=gen).to(dtype)
+    lens = _lengths(spec["valid_len"], shape[:1], shape[1], gen, "valid_len")
+    inputs = {"X": X, "valid_len": lens, "value": spec["value"]}
+    label = (
+        f"X of shape {shape} and dtype {spec['dtype']}, valid_len {lens.tolist()}, value {spec['value']!r}"
+    )
+    return Case(label, inputs, spec, "the result")
+
+
+def _sequence_mask_variant(
+    keep_rule: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], axis: int = 1, use_value: bool = True
+):
+    def variant(inputs: dict[str, Any]) -> torch.Tensor:
+        X, lens, value = inputs["X"], inputs["valid_len"], inputs["value"]
+        positions = torch.arange(X.shape[axis])
+        keep = keep_rule(positions[None, :], lens[:, None])  # (batch, length along axis)
+        shape = [X.shape[0]] + [1] * (X.dim() - 1)
+        shape[axis] = X.shape[axis]
+        return X.masked_fill(~keep.reshape(shape), value if use_value else 0)
+
+    return variant
+
+
+SEQUENCE_MASK = Exercise(
+    "ch1.q1",
+    "sequence_mask",
+    "sequence_mask: blank out the padding of a batch",
+    solution='''
+def sequence_mask(X, valid_len, value=0):
+    """A copy of X with every position at or beyond its row's valid length set to `value`.
+
+    X: (batch_size, maxlen, *rest), any dtype; the mask runs along axis 1 and covers all of *rest.
+    valid_len: (batch_size,) integer, each in [0, maxlen].
+    Returns: a new tensor shaped and typed like X; X itself is left unchanged.
+    """
+    keep = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]  # (batch_size, maxlen)
+    keep = keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))                       # broadcast over *rest
+    return X.masked_fill(~keep, value)
+''',
+    hint="Compare a row of positions `torch.arange(maxlen)` with a column of lengths `valid_len[:, None]`: "
+    "position j of row i is real when `j < valid_len[i]`. Reshape that (batch_size, maxlen) mask so it "
+    "broadcasts over any trailing axes, and fill with `X.masked_fill(~keep, value)`, which returns a new "
+    "tensor (d2l's `X[~mask] = value` writes into the caller's X).",
+    covers="2-, 3- and 4-D X; float16/32/64 and int64; valid length 0 and full; maxlen 1; X left unchanged",
+    defaults={"seed": 0, "shape": [3, 4], "dtype": "float32", "valid_len": "random", "value": 0},
+    specs=[
+        {"seed": 1, "shape": [3, 4], "valid_len": [1, 3, 4], "value": 0},
+        {"seed": 2, "shape": [2, 5, 3], "valid_len": [2, 5], "value": -1.0},
+        {"seed": 3, "shape": [3, 4], "dtype": "int64", "valid_len": [0, 2, 4], "value": -1},
+        {"seed": 4, "shape": [2, 1], "dtype": "float64", "valid_len": [1, 0], "value": 0},
+        {"seed": 5, "shape": [2, 3, 2, 2], "dtype": "float16", "valid_len": [3, 1], "value": 7},
+    ],
+    build=_sequence_mask_case,
+    call=lambda answer, i: answer(i["X"], i["valid_len"], i["value"]),
+    reference=lambda i: _resolve("attn_course.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
+    mistakes=[
+        Mistake(
+            "Off by one: you kept one padded position too many. Position `valid_len` itself is already "
+            "padding (positions 0 .. valid_len-1 are real), so keep `j < valid_len`, not `j <= valid_len`.",
+            _sequence_mask_variant(lambda j, n: j <= n),
+        ),
+        Mistake(
+            "Off by one: you masked the last real position too. Positions 0 .. valid_len-1 are real: "
+            "keep `j < valid_len`.",
+            _sequence_mask_variant(lambda j, n: j < n - 1),
+        ),
+        Mistake(
+            "The mask is inverted: you blanked the real positions and kept the padding. Keep positions "
+            "`j < valid_len`; fill the others.",
+            _sequence_mask_variant(lambda j, n: j >= n),
+        ),
+        Mistake(
+            "You masked along the last axis. The sequence axis is axis 1 (X is (batch_size, maxlen, ...)): "
+            "a padded position has all of its trailing features masked.",
+            lambda i: (
+                _sequence_mask_variant(lambda j, n: j < n, axis=i["X"].dim() - 1)(i)
+                if i["X"].dim() > 2 and i["X"].shape[-1] != i["X"].shape[1]
+                else None
+            ),
+        ),
+        Mistake(
+            "The `value` argument was ignored: padded positions must be set to `value`, not to 0.",
+            _sequence_mask_variant(lambda j, n: j < n, use_value=False),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"shape mismatch|must match the size|cannot be broadcast|shape .* is invalid",
+            "The (batch_size, maxlen) mask does not broadcast against X. For X with trailing axes, "
+            "reshape it to (batch_size, maxlen, 1, ..., 1) first.",
+        ),
+    ],
+    package=["attn_course.masking.sequence_mask"],
+)
+
+
+def _masked_softmax_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, q, k = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be floating, got {spec['dtype']}")
+    scores = _randn((b, q, k), gen, dtype, scale=2.0)
+    form = spec["valid_lens"]
+    shape = (b, q) if spec["per_query"] else (b,)
+    lens = _lengths(form, shape, k, gen, "valid_lens")
+    inputs = {"scores": scores, "valid_lens": lens}
+    grad = bool(spec["grad"])
+    if grad:
+        inputs["probe"] = _randn((b, q, k), gen, torch.float32)
+    label = f"scores of shape {(b, q, k)} and dtype {spec['dtype']}, {_lens_text(lens)}" + (
+        ", with the gradient of the weights" if grad else ""
+    )
+    names = ("the weights", "the gradient with respect to the scores") if grad else "the weights"
+    return Case(label, inputs, spec, names)
+
+
+def _masked_softmax_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    if "probe" not in inputs:
+        return fn(inputs["scores"], inputs["valid_lens"])
+    scores = inputs["scores"].requires_grad_(True)
+    weights = fn(scores, inputs["valid_lens"])
+    (gradient,) = torch.autograd.grad((weights.float() * inputs["probe"]).sum(), scores)
+    return weights, gradient
+
+
+def _masked_softmax_variant(fn: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]):
+    """A mistake variant of masked_softmax, gradient cases included."""
+    return lambda inputs: _masked_softmax_call(fn, inputs)
+
+
+MASKED_SOFTMAX = Exercise(
+    "ch1.q2",
+    "masked_softmax",
+    "masked_softmax: a softmax that ignores padding, empty rows included",
+    solution='''
+def masked_softmax(scores, valid_lens=None):
+    """Softmax over the last axis that gives weight exactly 0 to keys beyond each valid length.
+
+    scores: (batch_size, num_queries, num_keys), floating (float16, bfloat16, float32, float64).
+    valid_lens: None, (batch_size,) (one length per sequence) or (batch_size, num_queries) (one per query).
+    Returns: weights shaped and typed like scores; each row sums to 1, or is all 0 if its valid length is 0.
+    """
+    work = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores
+    if valid_lens is None:
+        return F.softmax(work, dim=-1).to(scores.dtype)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    keep = torch.arange(scores.shape[-1], device=scores.device) < lens  # (batch, 1 or num_queries, num_keys)
+    filled = work.masked_fill(~keep, torch.finfo(work.dtype).min)       # finite in every dtype: no NaN
+    return (F.softmax(filled, dim=-1) * keep).to(scores.dtype)          # rows of valid length 0 become 0
+''',
+    hint="Build a boolean mask `keep` of shape (batch_size, num_queries or 1, num_keys) from "
+    "`torch.arange(num_keys) < lengths`, for both forms of valid_lens. Fill the masked scores with a very "
+    "negative *finite* number (`torch.finfo(dtype).min`, not -inf and not -1e6, which overflows in "
+    "float16), take the softmax over the last axis, then multiply by the mask so that a row of valid "
+    "length 0 becomes all zeros. Compute float16/bfloat16 in float32 and cast back.",
+    covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
+    "float16, bfloat16, float32, float64; finite gradients; scores left unchanged",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_queries": 3,
+        "num_keys": 5,
+        "dtype": "float32",
+        "valid_lens": "random",
+        "per_query": False,
+        "grad": False,
+    },
+    specs=[
+        {"seed": 11, "valid_lens": None},
+        {"seed": 12, "valid_lens": [2, 5]},
+        {
+            "seed": 13,
+            "batch_size": 3,
+            "num_queries": 2,
+            "num_keys": 4,
+            "valid_lens": [[1, 4], [2, 3], [4, 4]],
+            "per_query": True,
+        },
+        {"seed": 14, "num_queries": 2, "num_keys": 6, "valid_lens": [0, 3]},
+        {"seed": 15, "num_queries": 1, "num_keys": 1, "dtype": "float64", "valid_lens": [1, 0]},
+        {"seed": 16, "dtype": "float16", "valid_lens": [0, 4]},
+        {
+            "seed": 17,
+            "num_queries": 2,
+            "num_keys": 4,
+            "dtype": "bfloat16",
+            "valid_lens": [[0, 4], [3, 1]],
+            "per_query": True,
+        },
+        {"seed": 18, "num_queries": 2, "num_keys": 4, "valid_lens": [0, 3], "grad": True},
+    ],
+    build=_masked_softmax_case,
+    call=_masked_softmax_call,
+    reference=_masked_softmax_variant(lambda s, n: _resolve("attn_course.masking.masked_softmax")(s, n)),
+    mistakes=[
+        Mistake(
+            "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1, so "
+            "normalise over the last axis (`dim=-1`, the keys), not over the queries.",
+            _masked_softmax_variant(lambda s, n: _finite_masked_softmax(s, n, dim=1)),
+        ),
+        Mistake(
+            "The mask is not applied: the padded keys still get weight. Use `valid_lens` to fill the "
+            "padded scores before the softmax.",
+            _masked_softmax_variant(lambda s, n: F.softmax(s, dim=-1)),
+        ),
+        Mistake(
+            "A row whose valid length is 0 came out uniform (1/num_keys everywhere): that is what d2l's "
+            "-1e6 fill gives when every key of a row is masked. A row with no real key must attend to "
+            "nothing: zero the masked weights after the softmax (e.g. multiply by the mask).",
+            _masked_softmax_variant(_d2l_masked_softmax),
+        ),
+        Mistake(
+            "NaN in float16: -1e6 does not fit in float16 (its largest magnitude is 65504), so it became "
+            "-inf and a row of valid length 0 softmaxed to NaN, which zeroing cannot undo (NaN x 0 = NaN). "
+            "Fill with `torch.finfo(scores.dtype).min`, which fits every dtype.",
+            _masked_softmax_variant(
+                lambda s, n: (
+                    _d2l_masked_softmax(s, n, fill=-math.inf) * _keep_mask(n, s.shape[1], s.shape[2])
+                    if n is not None and s.dtype == torch.float16
+                    else None
+                )
+            ),
+        ),
+        Mistake(
+            "A row whose valid length is 0 came out NaN: with -inf in every position the softmax computes "
+            "0/0. Fill with a finite number (`torch.finfo(scores.dtype).min`) and zero the masked weights "
+            "after the softmax.",
+            _masked_softmax_variant(lambda s, n: _d2l_masked_softmax(s, n, fill=-math.inf)),
+        ),
+        Mistake(
+            "You zeroed the padded weights after a softmax over all keys, so the real weights no longer "
+            "sum to 1. Mask the scores *before* the softmax (fill them with a very negative number), then "
+            "zero the padded weights.",
+            _masked_softmax_variant(
+                lambda s, n: (
+                    F.softmax(s, -1)
+                    if n is None
+                    else F.softmax(s, -1) * _keep_mask(n, s.shape[1], s.shape[2])
+                )
+            ),
+        ),
+        Mistake(
+            "For float16/bfloat16 scores, return weights of the same dtype: compute in float32 if you like, "
+            "then `.to(scores.dtype)`.",
+            _masked_softmax_variant(
+                lambda s, n: (
+                    _resolve("attn_course.masking.masked_softmax")(s.float(), n)
+                    if s.dtype in (torch.float16, torch.bfloat16)
+                    else None
+                )
+            ),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"cannot be converted to type .*Half without overflow",
+            "-1e6 does not fit in float16 (its largest magnitude is 65504). Fill with "
+            "`torch.finfo(scores.dtype).min`, which fits every dtype.",
+        ),
+        ErrorHint(
+            r"does not require grad|does not have a grad_fn",
+            "Your function cuts the gradient (e.g. `.detach()`, `torch.no_grad()`, or building a new "
+            "tensor from Python numbers): the weights must stay differentiable with respect to the scores.",
+        ),
+    ],
+    package=["attn_course.masking.masked_softmax", "attn_course.masking._masked_softmax"],
+)

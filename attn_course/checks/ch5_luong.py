@@ -1,0 +1,461 @@
+"""Chapter 5's exercises, Luong's attention: location-based weights (ch5.q1), one decoder step with input
+feeding (ch5.q2), and local-p weights (ch5.q3), a window and a Gaussian around the predicted position p_t.
+
+The step's cases are built from seeded GRU weights and the package's `LuongAttention`; its reference is the
+step written out here, next to the known-wrong variants that name the learner's likely mistake.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.inputs import (
+    _dtype,
+    _finite_masked_softmax,
+    _generator,
+    _gru_cell,
+    _gru_params,
+    _lengths,
+    _lens_text,
+    _package_attention,
+    _randn,
+    _size,
+)
+
+
+def _location_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, q, qs = (_size(spec, n) for n in ("batch_size", "num_queries", "query_size"))
+    max_len, k = _size(spec, "max_len"), _size(spec, "num_keys")
+    if k > max_len:
+        raise ValueError(f"num_keys must be <= max_len = {max_len}, got {k}")
+    lens = _lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
+    inputs = {
+        "queries": _randn((b, q, qs), gen, dtype),
+        "W_a": _randn((max_len, qs), gen, dtype),
+        "num_keys": k,
+        "valid_lens": lens,
+    }
+    label = (
+        f"queries {(b, q, qs)}, W_a {(max_len, qs)} (max_len {max_len}), num_keys {k}, {_lens_text(lens)}, "
+        f"dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, "the weights")
+
+
+def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
+    scores = _resolve("attn_course.scoring.location_scores")(
+        inputs["queries"], inputs["W_a"], inputs["num_keys"]
+    )
+    return _resolve("attn_course.masking.masked_softmax")(scores, inputs["valid_lens"])
+
+
+def _location_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> torch.Tensor:
+        scores = inputs["queries"] @ inputs["W_a"].T  # (batch, num_queries, max_len)
+        k, lens = inputs["num_keys"], inputs["valid_lens"]
+        if kind == "uncut":
+            return _finite_masked_softmax(scores, lens)
+        if kind == "cut_after":
+            return F.softmax(scores, -1)[..., :k]
+        scores = scores[..., :k]
+        if kind == "unmasked":
+            return F.softmax(scores, -1)
+        return _finite_masked_softmax(scores, lens, dim=1)  # wrong axis
+
+    return variant
+
+
+LOCATION_WEIGHTS = Exercise(
+    "ch5.q1",
+    "location_weights",
+    "Luong's location-based attention, masked",
+    solution='''
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    """Luong's location-based weights a_t = softmax(W_a h_t) over the source positions (Luong et al. 2015,
+    eq. 9), cut to the batch's num_keys positions and masked to each valid length.
+
+    queries: (batch_size, num_queries, query_size); W_a: (max_len, query_size), the weight of
+    nn.Linear(query_size, max_len, bias=False); num_keys <= max_len: the batch's padded source length;
+    valid_lens: None, (batch_size,) or (batch_size, num_queries).
+    Returns: weights (batch_size, num_queries, num_keys).
+    """
+    scores = queries @ W_a[:num_keys].T  # one score per source position: (batch, num_queries, num_keys)
+    return masked_softmax(scores, valid_lens)
+''',
+    hint="The scores do not look at the keys at all: one score per source *position*, `queries @ "
+    "W_a.T`. A batch "
+    "has only num_keys positions, so keep the first num_keys rows of W_a (`W_a[:num_keys]`), then apply "
+    "`masked_softmax` so that positions beyond each valid length get weight 0.",
+    covers="num_keys below and equal to max_len; valid_lens None, (batch_size,) and (batch_size, "
+    "num_queries); "
+    "rows of valid length 0; one key; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_queries": 3,
+        "query_size": 4,
+        "max_len": 7,
+        "num_keys": 5,
+        "dtype": "float32",
+        "valid_lens": "random",
+        "per_query": False,
+    },
+    specs=[
+        {"seed": 101, "valid_lens": [3, 5]},
+        {"seed": 102, "num_keys": 7, "valid_lens": None},
+        {
+            "seed": 103,
+            "batch_size": 3,
+            "num_queries": 2,
+            "num_keys": 4,
+            "per_query": True,
+            "valid_lens": [[1, 4], [0, 2], [4, 3]],
+        },
+        {"seed": 104, "num_queries": 1, "num_keys": 1, "valid_lens": [1, 0], "dtype": "float64"},
+    ],
+    build=_location_case,
+    call=lambda answer, i: answer(i["queries"], i["W_a"], i["num_keys"], i["valid_lens"]),
+    reference=_location_reference,
+    mistakes=[
+        Mistake(
+            "The weights cover all max_len positions W_a can score; a batch has only num_keys of them: keep "
+            "the first num_keys rows of W_a (`W_a[:num_keys]`).",
+            _location_variant("uncut"),
+        ),
+        Mistake(
+            "You normalised over all max_len positions and cut afterwards, so each row's weights do not sum "
+            "to 1 and padding is not masked. Cut W_a to num_keys rows first, then `masked_softmax`.",
+            _location_variant("cut_after"),
+        ),
+        Mistake(
+            "The mask is not applied: positions beyond valid_lens get weight. Use `masked_softmax(scores, "
+            "valid_lens)`.",
+            _location_variant("unmasked"),
+        ),
+        Mistake(
+            "The softmax runs over the wrong axis: each query's weights over the source positions must sum "
+            "to 1 (the last axis).",
+            _location_variant("wrong_axis"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"mat1 and mat2 shapes|size mismatch|must match the size",
+            "W_a is (max_len, query_size), the weight of nn.Linear(query_size, max_len): the scores are "
+            "`queries @ W_a.T`, one per position.",
+        ),
+    ],
+    package=["attn_course.scoring.location_scores"],
+)
+
+
+def _luong_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, s = _size(spec, "batch_size"), _size(spec, "num_keys")
+    e, h, enc = (_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size"))
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    inputs = {
+        "y_emb": _randn((b, e), gen, dtype),
+        "h_prev": _randn((b, h), gen, dtype, 0.5),
+        "feed": _randn((b, h), gen, dtype, 0.5),
+        "enc_outputs": _randn((b, s, enc), gen, dtype),
+        "valid_lens": lens,
+        "W_a": _randn((h, enc), gen, dtype, 0.5),
+        "rnn": _gru_params(gen, dtype, e + h, h),
+        "W_c": _randn((h, enc + h), gen, dtype, 1 / math.sqrt(enc + h)),
+    }
+    label = (
+        f"batch {b}, embed_size {e}, num_hiddens {h}, {s} source positions of size {enc}, "
+        f"valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, ("h_t", "the attentional state h̃_t", "the weights a_t"))
+
+
+def _luong_parts(inputs: dict[str, Any]) -> tuple[nn.Module, nn.GRUCell, Any]:
+    """The package's LuongAttention ("general") with the case's W_a, its memory, and the GRU cell."""
+    h, enc = inputs["W_a"].shape
+    attention = _package_attention("LuongAttention", "general", h, enc).to(inputs["W_a"].dtype)
+    attention.load_state_dict({"W_a.weight": inputs["W_a"]})
+    memory = attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], inputs["valid_lens"])
+    return attention, _gru_cell(inputs["rnn"]), memory
+
+
+def _luong_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    attention, rnn, memory = _luong_parts(inputs)
+    return fn(inputs["y_emb"], inputs["h_prev"], inputs["feed"], memory, attention, rnn, inputs["W_c"])
+
+
+def _luong_step(
+    inputs: dict[str, Any],
+    *,
+    query: str = "current",
+    feed: str = "feed",
+    order: str = "ch",
+    tanh: bool = True,
+    input_order: str = "yf",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of Luong's decoder with input feeding, and its known-wrong variants."""
+    attention, rnn, memory = _luong_parts(inputs)
+    y, h_prev = inputs["y_emb"], inputs["h_prev"]
+    fed = inputs["feed"] if feed == "feed" else h_prev
+    h_t = rnn(torch.cat([y, fed] if input_order == "yf" else [fed, y], -1), h_prev)
+    context, weights = attention.attend((h_t if query == "current" else h_prev)[:, None], memory)
+    pair = [context[:, 0], h_t] if order == "ch" else [h_t, context[:, 0]]
+    attentional = torch.cat(pair, -1) @ inputs["W_c"].T
+    return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
+
+
+LUONG_STEP = Exercise(
+    "ch5.q2",
+    "luong_step",
+    "Luong's attentional state with input feeding",
+    solution='''
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    """One step of Luong's decoder with input feeding (Luong et al. 2015, sec. 3 and 3.3).
+
+    h_t = GRU([e(y_{t-1}); h̃_{t-1}], h_{t-1}); c_t, a_t = attend(h_t); h̃_t = tanh(W_c [c_t; h_t]).
+    y_emb: (batch_size, embed_size); h_prev: h_{t-1} (batch_size, num_hiddens); feed: h̃_{t-1} (batch_size,
+    num_hiddens); memory, attention: a prepared LuongAttention; rnn: nn.GRUCell(embed_size + num_hiddens,
+    num_hiddens); W_c: (num_hiddens, enc_size + num_hiddens).
+    Returns: h_t and h̃_t (batch_size, num_hiddens), a_t (batch_size, num_keys).
+    """
+    h_t = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)               # input feeding: h̃_{t-1} joins the input
+    context, weights = attention.attend(h_t[:, None, :], memory)       # Luong attends with the *current* h_t
+    attentional = torch.tanh(torch.cat([context[:, 0], h_t], dim=-1) @ W_c.T)
+    return h_t, attentional, weights[:, 0]
+''',
+    hint="Three lines, in Luong's order: run the GRU first, on `torch.cat([y_emb, feed], -1)` (input "
+    "feeding: "
+    "the previous attentional state joins the input); attend with the new state, "
+    "`attention.attend(h_t[:, None, :], memory)`; then h̃_t = tanh of `torch.cat([context[:, 0], h_t], -1) @ "
+    "W_c.T` -- the context first.",
+    covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_keys": 5,
+        "embed_size": 3,
+        "num_hiddens": 4,
+        "enc_size": 6,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 111, "valid_lens": [5, 2]},
+        {"seed": 112, "batch_size": 3, "num_keys": 1, "valid_lens": [1, 1, 1]},
+        {
+            "seed": 113,
+            "num_keys": 6,
+            "embed_size": 5,
+            "num_hiddens": 5,
+            "enc_size": 5,
+            "valid_lens": [3, 6],
+            "dtype": "float64",
+        },
+    ],
+    build=_luong_case,
+    call=_luong_call,
+    reference=_luong_step,
+    mistakes=[
+        Mistake(
+            "h̃_t = tanh(W_c [c_t; h_t]): the context comes first. You built [h_t; c_t], so the halves of "
+            "W_c meet the wrong vectors.",
+            lambda i: _luong_step(i, order="hc"),
+        ),
+        Mistake(
+            "The attention used h_{t-1} where Luong's decoder needs the current state h_t (that is "
+            "Bahdanau's order): run the GRU first, then attend with its output.",
+            lambda i: _luong_step(i, query="previous"),
+        ),
+        Mistake(
+            "Input feeding feeds the previous *attentional* state h̃_{t-1} (`feed`), not the previous "
+            "hidden state h_{t-1}.",
+            lambda i: _luong_step(i, feed="h_prev"),
+        ),
+        Mistake(
+            "The GRU's input is [e(y_{t-1}); h̃_{t-1}] -- the embedding first.",
+            lambda i: _luong_step(i, input_order="fy"),
+        ),
+        Mistake("tanh is missing: h̃_t = tanh(W_c [c_t; h_t]).", lambda i: _luong_step(i, tanh=False)),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"queries has shape \(\d+, \d+\), expected",
+            "`attention.attend` wants queries (batch_size, num_queries, query_size): give h_t a query "
+            "axis, `h_t[:, None, :]`.",
+        ),
+        ErrorHint(
+            r"input has inconsistent input_size|Expected hidden size|size mismatch|mat1 and mat2",
+            "Check the sizes: the GRU takes [e(y_{t-1}); h̃_{t-1}] (embed_size + num_hiddens), and W_c "
+            "takes [c_t; h_t] (enc_size + num_hiddens) with the context's query axis squeezed "
+            "(`context[:, 0]`).",
+        ),
+    ],
+    package=["attn_course.decoders.LuongDecoder"],
+)
+
+
+def _local_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = _generator(spec), _dtype(spec)
+    b, q, s = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    window = _size(spec, "window")
+    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    # p_t = S_i * sigmoid(...): a real position in [0, S_i), as the local-p decoder predicts it.
+    centres = lens[:, None].to(dtype) * torch.sigmoid(_randn((b, q), gen, dtype, 2.0))
+    inputs = {
+        "scores": _randn((b, q, s), gen, dtype, 2.0),
+        "centres": centres,
+        "window": window,
+        "valid_lens": lens,
+    }
+    label = (
+        f"scores {(b, q, s)}, centres {[[round(c, 2) for c in row] for row in centres.tolist()]}, window "
+        f"D = {window}, valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, "the weights")
+
+
+def _local_weights(
+    inputs: dict[str, Any],
+    *,
+    sigma: str = "half",
+    cut: str = "both",
+    gaussian: bool = True,
+    renormalise: bool = False,
+    two: bool = True,
+    rounded: bool = False,
+) -> torch.Tensor:
+    """Local-p weights as LuongDecoder.align computes them, and known-wrong variants."""
+    scores, centres, window, lens = (
+        inputs["scores"],
+        inputs["centres"],
+        inputs["window"],
+        inputs["valid_lens"],
+    )
+    if rounded:
+        centres = centres.round()
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None] - centres[..., None]  # s - p_t: (batch, queries, keys)
+    padding = positions[None, None] >= lens[:, None, None]
+    outside = {
+        "both": (distance.abs() > window) | padding,
+        "padding": padding.expand_as(distance),
+        "window": distance.abs() > window,
+    }[cut]
+    weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
+        outside, 0.0
+    )
+    if gaussian:
+        s = window / 2 if sigma == "half" else window
+        weights = weights * torch.exp(-distance.square() / ((2 if two else 1) * s**2))
+    if renormalise:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights
+
+
+LOCAL_P_WEIGHTS = Exercise(
+    "ch5.q3",
+    "local_p_weights",
+    "Local-p attention: a window and a Gaussian around p_t",
+    solution='''
+def local_p_weights(scores, centres, window, valid_lens):
+    """Luong's local-p weights (Luong et al. 2015, sec. 3.2, eq. 10):
+    a_t(s) = align(h_t, h̄_s) * exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2,
+    where align is the softmax of the scores inside the window [p_t - D, p_t + D], cut to the real positions,
+    and 0 outside. As in the paper, the result is not renormalised.
+
+    scores: (batch_size, num_queries, num_keys); centres: p_t (batch_size, num_queries), real-valued;
+    window: D, an int; valid_lens: (batch_size,).
+    Returns: weights (batch_size, num_queries, num_keys).
+    """
+    positions = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]             # s - p_t
+    outside = (distance.abs() > window) | (positions >= valid_lens[:, None, None])
+    filled = scores.masked_fill(outside, torch.finfo(scores.dtype).min)
+    align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)
+    sigma = window / 2
+    return align * torch.exp(-distance**2 / (2 * sigma**2))
+''',
+    hint="Compute the distance s - p_t for every position (broadcast `positions[None, None, :]` against "
+    "`centres[:, :, None]`). Mask the positions outside the window (|s - p_t| > D) *and* the padding (s >= "
+    "valid_len), softmax the remaining scores, zero the masked weights, then multiply by the Gaussian "
+    "exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2. Keep p_t real-valued and do not renormalise.",
+    covers="windows of 1, 2 and 3; windows that reach past the start and the end of the sentence; padded and "
+    "length-1 sources; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 2,
+        "num_queries": 3,
+        "num_keys": 9,
+        "window": 2,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 121, "valid_lens": [9, 6]},
+        {"seed": 122, "window": 1, "valid_lens": [4, 9]},
+        {
+            "seed": 123,
+            "batch_size": 3,
+            "num_queries": 2,
+            "num_keys": 12,
+            "window": 3,
+            "valid_lens": [12, 7, 10],
+            "dtype": "float64",
+        },
+        {"seed": 124, "num_keys": 1, "window": 1, "valid_lens": [1, 1]},
+    ],
+    build=_local_case,
+    call=lambda answer, i: answer(i["scores"], i["centres"], i["window"], i["valid_lens"]),
+    reference=_local_weights,
+    mistakes=[
+        Mistake(
+            "sigma is D / 2 (Luong et al. set it empirically); you used sigma = D, a Gaussian twice as wide.",
+            lambda i: _local_weights(i, sigma="full"),
+        ),
+        Mistake(
+            "The Gaussian's exponent is -(s - p_t)^2 / (2 sigma^2): the factor 2 is missing.",
+            lambda i: _local_weights(i, two=False),
+        ),
+        Mistake(
+            "There is no window: positions further than D from p_t must get weight 0 (mask them before the "
+            "softmax), the Gaussian only favours the centre within it.",
+            lambda i: _local_weights(i, cut="padding"),
+        ),
+        Mistake(
+            "The window reaches past the end of the sentence: positions at or beyond valid_len are padding "
+            "and must be masked too.",
+            lambda i: _local_weights(i, cut="window"),
+        ),
+        Mistake(
+            "The Gaussian is missing: that is local-m's window alone; local-p multiplies the windowed "
+            "softmax by exp(-(s - p_t)^2 / (2 sigma^2)).",
+            lambda i: _local_weights(i, gaussian=False),
+        ),
+        Mistake(
+            "You renormalised after the Gaussian; Luong et al. do not, so the weights sum to at most 1.",
+            lambda i: _local_weights(i, renormalise=True),
+        ),
+        Mistake(
+            "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use "
+            "it as it is.",
+            lambda i: _local_weights(i, rounded=True),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"must match the size of tensor",
+            "Broadcast the distances: positions (1, 1, num_keys) minus centres (batch_size, num_queries, "
+            "1) gives (batch_size, num_queries, num_keys).",
+        ),
+    ],
+    package=["attn_course.decoders.LuongDecoder"],
+)

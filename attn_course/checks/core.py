@@ -1,0 +1,657 @@
+"""The machinery every exercise shares: verdicts and their display, cases and mistakes, comparisons.
+
+`CheckResult` is a verdict (shown as HTML, Markdown or text); `Case`, `Mistake` and `ErrorHint` describe one
+set of inputs, a known-wrong variant of the reference and a known error; `sanitize` turns an attempt's output
+into plain data and `compare` says in words how it differs from the reference; `summarize_exception` reports
+the learner's own line, telling the learner's frames from the library's (torch, Python and all of
+attn_course); `Exercise` ties them together into `cases()`, `attempt()`, `judge()` and the learner's
+`check()`, `hint()` and `solution()`.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import math
+import os
+import re
+import sys
+import sysconfig
+import textwrap
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
+
+_STATUS_TEXT = {PASSED: "Correct", FAILED: "Incorrect", NOT_ATTEMPTED: "Not attempted yet"}
+_STATUS_COLOUR = {PASSED: "#2e7d32", FAILED: "#c62828", NOT_ATTEMPTED: "#1565c0"}
+
+#: Largest tensor (in elements) and longest list an attempt may hand back for judging.
+MAX_ELEMENTS, MAX_ITEMS = 10_000_000, 100_000
+
+
+# ----------------------------------------------------------------------------------------------------
+# Results and their display
+
+
+def _markdown_to_html(text: str) -> str:
+    """Escape `text` for HTML, render `code` spans and keep line breaks."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return escaped.replace("\n", "<br>")
+
+
+class _Rich:
+    """Something to show in a notebook: HTML and Markdown for the front end, plain text elsewhere."""
+
+    def __init__(self, text: str, html_text: str, markdown: str | None = None):
+        self.text, self.html, self.markdown = text, html_text, markdown
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        bundle = {"text/plain": self.text, "text/html": self.html}
+        if self.markdown is not None:
+            bundle["text/markdown"] = self.markdown
+        return bundle
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def _show(rich: _Rich) -> None:
+    """Display in IPython (HTML with a plain-text fallback); outside IPython, display() prints the text."""
+    from IPython.display import display
+
+    display(rich)
+
+
+@dataclass
+class CheckResult:
+    """The verdict on one exercise: `passed`, a message in words, and how many cases passed.
+
+    status: "passed", "failed" or "not attempted"; message: what is right or the likely mistake.
+    Shown in colour in a notebook; `str(result)` is the plain-text form.
+    """
+
+    exercise: str
+    name: str
+    status: str
+    message: str
+    cases_passed: int = 0
+    cases_total: int = 0
+    _suppress_next_display: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def __str__(self) -> str:
+        return f"{_STATUS_TEXT[self.status]} ({self.exercise}, {self.name}): {self.message}"
+
+    def _rich(self) -> _Rich:
+        colour = _STATUS_COLOUR[self.status]
+        body = (
+            f'<div style="border-left: 4px solid {colour}; padding: 2px 10px; margin: 2px 0">'
+            f'<span style="color: {colour}; font-weight: bold">{_STATUS_TEXT[self.status]}</span> '
+            f"<small>({html.escape(self.exercise)}, <code>{html.escape(self.name)}</code>)</small>: "
+            f"{_markdown_to_html(self.message)}</div>"
+        )
+        return _Rich(str(self), body)
+
+    def _ipython_display_(self) -> None:
+        # check() has just shown this result; the notebook echoing its return value would show it twice.
+        if self._suppress_next_display:
+            self._suppress_next_display = False
+            return
+        _show(self._rich())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Cases, attempts, comparisons
+
+
+@dataclass(frozen=True)
+class Case:
+    """One set of inputs for an exercise: `inputs` go to the learner's code, `label` describes them.
+
+    names: what to call the output (a string) or each element of a tuple output, in messages.
+    """
+
+    label: str
+    inputs: dict[str, Any]
+    spec: dict[str, Any]
+    names: str | tuple[str, ...] = "the result"
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known-wrong variant of the reference: if the learner's output equals `variant(inputs)`, say `hint`.
+
+    variant receives a copy of the case's inputs and returns the wrong output, or None where the mistake
+    makes no difference (or cannot be made) on these inputs.
+    """
+
+    hint: str
+    variant: Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class ErrorHint:
+    """If the learner's code raised an error whose "Type: message" matches `pattern`, say `hint`."""
+
+    pattern: str
+    hint: str
+
+
+def _clone(value: Any) -> Any:
+    """A deep copy of inputs: tensors cloned, containers rebuilt, everything else shared."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return type(value)(_clone(v) for v in value)
+    return value
+
+
+def _opaque(kind: str, detail: str = "") -> dict[str, str]:
+    return {"__opaque__": kind, "detail": detail}
+
+
+def _is_opaque(value: Any) -> bool:
+    return isinstance(value, dict) and "__opaque__" in value
+
+
+def sanitize(value: Any, depth: int = 0) -> Any:
+    """The learner's output as plain data -- tensors, numbers, strings, lists, tuples, dicts -- to judge.
+
+    Tensor subclasses become plain CPU tensors (detached); numpy scalars become Python numbers; anything
+    else (a numpy array, a module, a generator, ...) becomes a marker naming its type, so the judge can
+    say "returned a numpy.ndarray, expected a torch.Tensor". Nothing of the learner's survives but data.
+    """
+    if depth > 6:
+        return _opaque("deeply nested container")
+    if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided or value.is_quantized:
+            return _opaque(f"{value.layout} tensor")
+        if value.numel() > MAX_ELEMENTS:
+            return _opaque("tensor", f"with {value.numel()} elements, too many to compare")
+        return torch.Tensor.as_subclass(value.detach(), torch.Tensor).to("cpu").clone()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if kind.startswith("numpy.") and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        if len(value) > MAX_ITEMS:
+            return _opaque(type(value).__name__, f"with {len(value)} items, too many to compare")
+        items = [sanitize(v, depth + 1) for v in value]
+        if isinstance(value, (set, frozenset)):
+            return set(items) if all(isinstance(i, (int, str, tuple)) for i in items) else items
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value) and len(value) <= MAX_ITEMS:
+        return {k: sanitize(v, depth + 1) for k, v in value.items()}
+    shape = getattr(value, "shape", None)
+    return _opaque(kind, f"of shape {tuple(shape)}" if isinstance(shape, tuple) else "")
+
+
+def _describe(value: Any) -> str:
+    """A few words on a (sanitized) value, for messages: 'a tensor of shape (2, 3) and dtype float32'."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {str(value.dtype).replace('torch.', '')}"
+    if _is_opaque(value):
+        return f"a {value['__opaque__']} {value['detail']}".rstrip()
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"the {type(value).__name__} {value!r}"
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for comparing results computed in `dtype` by two correct implementations."""
+    return {torch.float16: (1e-2, 2e-3), torch.bfloat16: (2e-2, 2e-2), torch.float32: (1e-4, 1e-5)}.get(
+        dtype, (1e-7, 1e-9)
+    )
+
+
+def _index(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        out.append(flat % size)
+        flat //= size
+    return tuple(reversed(out))
+
+
+def _has(what: str) -> str:
+    """`what` + "has" or "have": "the weights have", "the result has", "the gradient of the scores has"."""
+    words = what.split()
+    plural = len(words) > 1 and words[0] == "the" and words[1].endswith("s") and not words[1].endswith("ss")
+    return f"{what} {'have' if plural else 'has'}"
+
+
+def _is(what: str) -> str:
+    return _verb(what, "is", "are")
+
+
+def _verb(what: str, singular: str, plural: str) -> str:
+    """`what` followed by the verb form that agrees with it."""
+    return f"{what} {plural if _has(what).endswith('have') else singular}"
+
+
+def _fmt(x: float) -> str:
+    return "nan" if math.isnan(x) else f"{x:.4g}"
+
+
+def compare(expected: Any, got: Any, names: str | Sequence[str] = "the result") -> str | None:
+    """None if `got` matches `expected` (within a dtype's tolerance), else a sentence saying how it differs.
+
+    Tensors must agree in type, shape, dtype and values (NaN only where expected has NaN); tuples and lists
+    element by element (either container type is accepted); floats to 1e-6 relative; the rest exactly.
+    """
+    what = names if isinstance(names, str) else "the result"
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            wanted = ", ".join(names) if not isinstance(names, str) else f"{len(expected)} items"
+            return f"{_is(what)} {_describe(got)}, expected {len(expected)} values ({wanted})"
+        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+            name = names[i] if not isinstance(names, str) and i < len(names) else f"{what}[{i}]"
+            diff = compare(e, g, name)
+            if diff is not None:
+                return diff
+        return None
+    if isinstance(expected, torch.Tensor):
+        return _compare_tensors(expected, got, what)
+    if isinstance(expected, float):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{_is(what)} {_describe(got)}, expected a number"
+        if not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
+            return f"{_is(what)} {got:.6g}, expected {expected:.6g}"
+        return None
+    if isinstance(expected, set) and isinstance(got, (list, tuple)):
+        return f"{_is(what)} {_describe(got)}, expected a set"
+    if type(got) is not type(expected) and not (isinstance(expected, int) and isinstance(got, int)):
+        return f"{_is(what)} {_describe(got)}, expected {_describe(expected)}"
+    if got != expected:
+        return f"{_is(what)} {got!r}, expected {expected!r}"
+    return None
+
+
+def _compare_tensors(expected: torch.Tensor, got: Any, what: str) -> str | None:
+    if not isinstance(got, torch.Tensor):
+        return f"{_is(what)} {_describe(got)}, expected a torch.Tensor of shape {tuple(expected.shape)}"
+    if got.shape != expected.shape:
+        return f"{_has(what)} shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+    if got.dtype != expected.dtype:
+        e_name, g_name = (str(d).replace("torch.", "") for d in (expected.dtype, got.dtype))
+        return f"{_has(what)} dtype {g_name}, expected {e_name} (the dtype of the inputs)"
+    if not expected.is_floating_point():
+        wrong = (got != expected).flatten().nonzero()
+        if wrong.numel() == 0:
+            return None
+        i = _index(int(wrong[0]), expected.shape)
+        return (
+            f"{_verb(what, 'differs', 'differ')} at {wrong.numel()} of {expected.numel()} positions, "
+            f"e.g. at index {i}: "
+            f"expected {expected[i].item()}, got {got[i].item()}"
+        )
+    e, g = expected.double(), got.double()
+    stray_nan = (torch.isnan(g) & ~torch.isnan(e)).flatten().nonzero()
+    if stray_nan.numel():
+        i = _index(int(stray_nan[0]), expected.shape)
+        return (
+            f"{_verb(what, 'contains', 'contain')} NaN ({stray_nan.numel()} values), "
+            f"e.g. at index {i} where {_fmt(e[i].item())} "
+            "was expected"
+        )
+    rtol, atol = _tolerance(expected.dtype)
+    close = torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return None
+    error = torch.where(close, torch.zeros_like(e), (g - e).abs().nan_to_num(nan=math.inf))
+    i = _index(int(error.flatten().argmax()), expected.shape)
+    return (
+        f"{_verb(what, 'differs', 'differ')} from the reference at {int((~close).sum())} of {close.numel()} "
+        "positions "
+        f"(e.g. at index {i}: expected {_fmt(e[i].item())}, got {_fmt(g[i].item())})"
+    )
+
+
+def _library_dirs() -> tuple[str, ...]:
+    # This file is attn_course/checks/core.py: two levels up is attn_course/, the whole package.
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = {os.path.dirname(torch.__file__), package}
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(name)
+        if path:
+            paths.add(path)
+    return tuple(os.path.realpath(p) + os.sep for p in paths)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _is_learner_frame(filename: str) -> bool:
+    if filename.startswith("<frozen"):
+        return False
+    if filename.startswith("<"):
+        return True
+    return not os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+
+
+def summarize_exception(exc: BaseException) -> dict[str, str]:
+    """type, message (shortened) and where: the learner's own line that led to the error, if any."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_learner_frame(f.filename)]
+    where = ""
+    if frames:
+        frame = frames[-1]
+        line = (frame.line or "").strip()
+        where = f"line {frame.lineno}" + (f": `{line}`" if line else "")
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return {"type": type(exc).__name__, "message": message, "where": where}
+
+
+def _raised_by_learner(exc: BaseException) -> bool:
+    """Whether the exception was raised in the learner's own code (not inside torch or the package)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and _is_learner_frame(frames[-1].filename)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Exercises
+
+
+_MISSING = object()
+
+
+def _make_stub(solution: str, write: Sequence[str] | None) -> str:
+    """The solution with the bodies of the functions (or the methods named in `write`) replaced by
+    ``raise NotImplementedError``, after their docstrings. Everything else is kept as written."""
+    tree = ast.parse(solution)
+    lines = solution.splitlines()
+    targets = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and (write is None or node.name in write):
+            targets.append(node)
+        elif isinstance(node, ast.ClassDef):
+            targets += [m for m in node.body if isinstance(m, ast.FunctionDef) and write and m.name in write]
+    for node in sorted(targets, key=lambda n: n.lineno, reverse=True):
+        first = node.body[0]
+        has_doc = (
+            isinstance(first, ast.Expr)
+            and isinstance(getattr(first, "value", None), ast.Constant)
+            and isinstance(first.value.value, str)
+        )
+        start = first.end_lineno if has_doc else first.lineno - 1
+        indent = " " * first.col_offset
+        lines[start : node.end_lineno] = [
+            f"{indent}raise NotImplementedError  # replace this line with your code"
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class Exercise:
+    """One exercise: the learner writes `name`; `check()` compares it with the package's reference.
+
+    key: "ch1.q2" (chapter and question); name: the function or class the learner defines;
+    solution: the model answer (Python source, also the body of the solutions notebook's cell);
+    write: for a class, the methods the learner writes (the rest of the class is given);
+    hint: a nudge shown by `hint()`; covers: what the cases cover, said when the check passes;
+    defaults: the spec of a case with every key (hidden cases are merged over it);
+    specs: the cases every learner sees; build(spec) -> Case; call(answer, inputs) -> output runs the
+    learner's code; reference(inputs) -> output; mistakes and error_hints name wrong answers;
+    package: dotted names of the package objects the learner re-implements (refused as answers).
+    """
+
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        title: str,
+        *,
+        solution: str,
+        hint: str,
+        covers: str,
+        defaults: Mapping[str, Any],
+        specs: Sequence[Mapping[str, Any]],
+        build: Callable[[dict[str, Any]], Case],
+        call: Callable[[Any, dict[str, Any]], Any],
+        reference: Callable[[dict[str, Any]], Any],
+        mistakes: Sequence[Mistake] = (),
+        error_hints: Sequence[ErrorHint] = (),
+        write: Sequence[str] | None = None,
+        package: Sequence[str] = (),
+    ):
+        self.key, self.name, self.title = key, name, title
+        self.solution_code = textwrap.dedent(solution).strip("\n") + "\n"
+        self.write = tuple(write) if write is not None else None
+        self.stub_code = _make_stub(self.solution_code, self.write)
+        self.hint_text, self.covers = hint, covers
+        self.defaults, self.specs = dict(defaults), tuple(dict(s) for s in specs)
+        self._build, self._call, self._reference = build, call, reference
+        self.mistakes, self.error_hints, self.package = tuple(mistakes), tuple(error_hints), tuple(package)
+
+    def __repr__(self) -> str:
+        return f"<exercise {self.key}: {self.title} (write `{self.name}`)>"
+
+    @property
+    def marker(self) -> str:
+        """The comment that starts the learner's cell; the grader finds the cell by it."""
+        return f"# EXERCISE {self.key}"
+
+    # -- cases -----------------------------------------------------------------------------------
+
+    def cases(self, hidden: Mapping[str, Any] | None = None) -> list[Case]:
+        """The cases to check, in order: the shipped specs, then the hidden ones (for grading).
+
+        hidden: {"seeds": [...], "cases": [{...}, ...]}: every shipped spec again with each extra seed,
+        and extra specs merged over `defaults` (keys must be among the defaults' keys).
+        """
+        specs = [dict(self.defaults, **s) for s in self.specs]
+        if hidden:
+            unknown = set(hidden) - {"seeds", "cases"}
+            if unknown:
+                raise ValueError(
+                    f"hidden inputs for {self.key} have keys {sorted(unknown)}, "
+                    "expected only 'seeds' and 'cases'"
+                )
+            for seed in hidden.get("seeds", ()):
+                if isinstance(seed, bool) or not isinstance(seed, int):
+                    raise ValueError(f"hidden seeds for {self.key} must be ints, got {seed!r}")
+                specs += [dict(self.defaults, **dict(s, seed=seed)) for s in self.specs]
+            for extra in hidden.get("cases", ()):
+                wrong = set(extra) - set(self.defaults)
+                if wrong:
+                    raise ValueError(
+                        f"a hidden case for {self.key} has keys {sorted(wrong)}, "
+                        f"expected keys among {sorted(self.defaults)}"
+                    )
+                specs.append(dict(self.defaults, **extra))
+        cases = []
+        for spec in specs:
+            try:
+                cases.append(self._build(spec))
+            except (ValueError, RuntimeError, TypeError, IndexError) as exc:
+                raise ValueError(f"cannot build a case for {self.key} from {spec}: {exc}") from exc
+        return cases
+
+    # -- running the learner's code (the only part that touches it) ------------------------------
+
+    def attempt(self, answer: Any, case: Case) -> dict[str, Any]:
+        """Run the learner's `answer` on one case; return plain data only.
+
+        {"status": "ok", "output": ..., "inputs_after": {name: tensor}} or {"status": "error", "error":
+        {"type", "message", "where"}} or {"status": "not attempted"} (the stub's NotImplementedError).
+        """
+        inputs = _clone(case.inputs)
+        try:
+            output = self._call(answer, inputs)
+        except NotImplementedError as exc:
+            if _raised_by_learner(exc):
+                return {"status": NOT_ATTEMPTED}
+            return {"status": "error", "error": summarize_exception(exc)}
+        except (Exception, SystemExit) as exc:  # the learner's bug, reported in words below
+            return {"status": "error", "error": summarize_exception(exc)}
+        after = {k: sanitize(v) for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        return {"status": "ok", "output": sanitize(output), "inputs_after": after}
+
+    # -- judging (never runs learner code) -------------------------------------------------------
+
+    def judge(self, cases: Sequence[Case], attempts: Sequence[Mapping[str, Any]]) -> CheckResult:
+        """The verdict on the attempts (one per case, as `attempt` returns them)."""
+        if len(attempts) != len(cases):
+            return self._result(FAILED, f"only {len(attempts)} of {len(cases)} cases were run")
+        if attempts and all(a.get("status") == NOT_ATTEMPTED for a in attempts):
+            return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
+        passed, problems = 0, []
+        for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
+            problem = self._judge_case(case, att)
+            if problem is None:
+                passed += 1
+            else:
+                problems.append((problem[0], index, problem[1], case))
+        if not problems:
+            return self._result(
+                PASSED,
+                f"`{self.name}` agrees with the reference on all {len(cases)} cases ({self.covers}).",
+                passed,
+                len(cases),
+            )
+        # The most specific diagnosis wins: a named mistake, then a known error, then the first difference.
+        _, _, problem, case = min(problems, key=lambda p: p[:2])
+        return self._result(
+            FAILED,
+            f"{problem}\nFailing case: {case.label}. ({passed} of {len(cases)} cases pass.)",
+            passed,
+            len(cases),
+        )
+
+    def _judge_case(self, case: Case, att: Mapping[str, Any]) -> tuple[int, str] | None:
+        """None if the case passes, else (priority, message): 0 a named mistake, 1 a known error, 2 other."""
+        if att.get("status") == "error":
+            error = att.get("error") or {}
+            text = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
+            where = f" at {error['where']}" if error.get("where") else ""
+            for eh in self.error_hints:
+                if re.search(eh.pattern, text):
+                    return 1, f"{eh.hint}\n(Your code raised {text}{where}.)"
+            return 2, f"Your code raised {text}{where}."
+        if att.get("status") == NOT_ATTEMPTED:
+            return 1, (
+                "Your code raised NotImplementedError on this case: a branch is still unfinished (the "
+                "other cases ran)."
+            )
+        if att.get("status") != "ok":
+            return 2, "The attempt returned nothing that can be judged."
+        expected = self._reference(_clone(case.inputs))
+        got = att.get("output")
+        difference = compare(expected, got, case.names)
+        if difference is not None:
+            for mistake in self.mistakes:
+                try:
+                    wrong = mistake.variant(_clone(case.inputs))
+                except Exception:  # a variant that cannot run on these inputs does not apply
+                    continue
+                if wrong is None or compare(expected, wrong, case.names) is None:
+                    continue
+                if compare(wrong, got, case.names) is None:
+                    return 0, mistake.hint
+            return 2, difference[0].upper() + difference[1:] + "."
+        for name, before in case.inputs.items():
+            if isinstance(before, torch.Tensor):
+                after = att.get("inputs_after", {}).get(name)
+                if (
+                    not isinstance(after, torch.Tensor)
+                    or after.shape != before.shape
+                    or not torch.equal(after.to(before.dtype), before)
+                ):
+                    return 0, (
+                        f"The result is right, but your code changed its input `{name}` in place (e.g. "
+                        f"`{name}[mask] = ...`, `masked_fill_`, `+=`); the caller's tensor must stay as "
+                        "it was: build a new tensor instead (`masked_fill`, `torch.where`)."
+                    )
+        return None
+
+    def _not_attempted_message(self) -> str:
+        return (
+            f"write `{self.name}` in the cell that starts with `{self.marker}`, run that cell, then run "
+            f"this check again. Stuck? Try `{self.key.split('.')[1]}.hint()`."
+        )
+
+    def _result(self, status: str, message: str, passed: int = 0, total: int = 0) -> CheckResult:
+        return CheckResult(self.key, self.name, status, message, passed, total)
+
+    def evaluate(self, answer: Any, hidden: Mapping[str, Any] | None = None) -> CheckResult:
+        """Check `answer` in this process (what `check()` does, without displaying anything)."""
+        for dotted in self.package:
+            if answer is _resolve(dotted):
+                return self._result(
+                    FAILED,
+                    f"that is the package's own `{dotted}`; the exercise is to write `{self.name}` yourself.",
+                )
+        cases = self.cases(hidden)
+        return self.judge(cases, [self.attempt(answer, case) for case in cases])
+
+    # -- the learner's three calls ---------------------------------------------------------------
+
+    def check(self, answer: Any = _MISSING) -> CheckResult:
+        """Check the learner's answer (by default the notebook's `name`); show and return the verdict."""
+        try:
+            if answer is _MISSING:
+                answer = sys._getframe(1).f_globals.get(self.name, _MISSING)
+            if answer is _MISSING:
+                result = self._result(
+                    FAILED,
+                    f"`{self.name}` is not defined yet: run the cell that starts "
+                    f"with `{self.marker}`, then run this check again.",
+                )
+            else:
+                result = self.evaluate(answer)
+        except Exception as exc:  # a check must never raise in a notebook; say what happened instead
+            summary = summarize_exception(exc)
+            result = self._result(
+                FAILED, f"the check itself could not run ({summary['type']}: {summary['message']})."
+            )
+        _show(result._rich())
+        result._suppress_next_display = True
+        return result
+
+    def hint(self) -> None:
+        """Show a hint."""
+        text = f"Hint ({self.key}, `{self.name}`): {self.hint_text}"
+        _show(
+            _Rich(
+                text,
+                f'<div style="border-left: 4px solid #f9a825; padding: 2px 10px">'
+                f"<b>Hint</b>: {_markdown_to_html(self.hint_text)}</div>",
+            )
+        )
+
+    def solution(self) -> None:
+        """Show the model answer."""
+        text = f"Solution ({self.key}):\n{self.solution_code}"
+        _show(
+            _Rich(
+                text,
+                f"<b>Solution</b> ({html.escape(self.key)}):<pre>{html.escape(self.solution_code)}</pre>",
+                f"**Solution** ({self.key}):\n```python\n{self.solution_code}```",
+            )
+        )
+
+
+def _resolve(dotted: str) -> Any:
+    """The module or object behind a dotted name, e.g. 'attn_course.masking.sequence_mask'."""
+    import importlib
+
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        module, _, attr = dotted.rpartition(".")
+        return getattr(importlib.import_module(module), attr, None)
