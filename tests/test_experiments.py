@@ -198,3 +198,22 @@ def test_encoder_hiddens_sets_the_encoder_size_per_direction():
     data = X.translation_data(30, max_len=6)
     model = X.build_variant("bahdanau", data, X.TrainConfig(embed_size=4, num_hiddens=6, encoder_hiddens=5))
     assert model.encoder.enc_size == 10 and model.decoder.num_hiddens == 6
+
+
+def test_background_training_trains_in_another_process_and_then_just_loads(tmp_path):
+    data = X.reversal_data(40, min_len=4, max_len=7, vocab_size=5)
+    config = X.TrainConfig(embed_size=4, num_hiddens=6, window=2, epochs=2, batch_size=8, lr_decay=0.5)
+    path = tmp_path / "model.pt"
+    job = X.BackgroundTraining("global-general", data, config, seed=0, path=path, device="cpu")
+    assert job.started
+    model, record = job.result(timeout=120)
+    assert job.done() and record["background"] and not record["loaded"] and len(record["val_loss"]) == 2
+    here, _ = X.load_or_train("global-general", data, config, seed=0, device="cpu")      # same training here
+    for (name, a), b in zip(here.state_dict().items(), model.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, msg=name)
+    again = X.BackgroundTraining("global-general", data, config, seed=0, path=path, device="cpu")
+    assert not again.started and again.done()
+    _, record = again.result()
+    assert record["loaded"] and "background" not in record
+    with pytest.raises(ValueError, match="variant 'global-nonsense' is unknown"):
+        X.BackgroundTraining("global-nonsense", data, config, seed=0, path=path)
