@@ -267,9 +267,10 @@ class LiveLoss:
         live = LiveLoss(epochs=4, title="Bahdanau attention")
         train(model, loader, epochs=4, val_loader=val_loader, callback=live)
 
-    The figure sits in one output of the cell (an IPython display handle) and grows epoch by epoch; outside
-    IPython nothing is displayed. `figure` is the latest Figure; `draw(train_loss, val_loss)` draws a
-    finished record the same way (a model loaded from a checkpoint, say). It never stops training.
+    The figure sits in one output of the cell (a PNG image in an IPython display handle) and grows epoch
+    by epoch; outside IPython nothing is displayed. `figure` is the latest Figure; `draw(train_loss,
+    val_loss)` draws a finished record the same way (a model loaded from a checkpoint, say). It never
+    stops training.
     """
 
     def __init__(self, *, epochs: int | None = None, title: str | None = None) -> None:
@@ -284,10 +285,13 @@ class LiveLoss:
         """Draw (or redraw in place) the curves of train_loss and val_loss; returns the Figure."""
         self.figure = loss_figure(train_loss, val_loss, epochs=self.epochs, title=self.title)
         if _in_ipython():
-            from IPython.display import display
+            from IPython.display import Image, display
 
+            # PNG bytes, not the Figure: a Figure made without pyplot has no image view until the inline
+            # backend has been set up, which may not have happened yet when training starts.
+            image = Image(data=figure_to_png(self.figure, dpi=100), format="png")
             if self._handle is None:
-                self._handle = display(self.figure, display_id=True)
+                self._handle = display(image, display_id=True)
             else:
-                self._handle.update(self.figure)
+                self._handle.update(image)
         return self.figure

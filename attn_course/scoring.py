@@ -88,7 +88,9 @@ def additive_scores(
     )
     check_floating("w_v", w_v)
     check_shape("w_v", w_v, {"1": 1, "num_hiddens": num_hiddens})
-    features = torch.tanh(projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1))
+    # tanh in place on the sum, a temporary: one (B, Q, K, H) buffer instead of two. On the CPU a fresh
+    # buffer of megabytes comes straight from the OS, page by page, and costs more than the tanh itself.
+    features = (projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1)).tanh_()
     return F.linear(features, w_v).squeeze(-1)
 
 
