@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,6 +72,20 @@ def test_environment_stamp_is_up_to_date_so_make_is_quick():
         pytest.skip("environment not created through the Makefile")
     result = subprocess.run(["make", "-q", "env"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_make_gpu_check_runs_every_notebook_then_the_benchmarks_on_cuda():
+    plan = subprocess.run(["make", "-n", "gpu-check"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+    checks_cuda, notebooks, bench = (plan.find(s) for s in ("torch.cuda.is_available()", "notebooks",
+                                                            "benchmarks.run --device cuda"))
+    assert -1 < checks_cuda < notebooks < bench, plan
+    if not (ROOT / ".venv" / ".attn-course-installed").exists():
+        pytest.skip("environment not created through the Makefile")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: `make gpu-check` would run for real")
+    done = subprocess.run(["make", "gpu-check"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "gpu-check: no CUDA device" in done.stderr      # fails fast, and says why
 
 
 def _free_port() -> int:
