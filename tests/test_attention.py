@@ -11,8 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
-from attn_course import AdditiveAttention, DotProductAttention, LuongAttention, Memory, masked_softmax
-from attn_course import scoring
+from attn_course import (
+    AdditiveAttention,
+    DotProductAttention,
+    LuongAttention,
+    Memory,
+    masked_softmax,
+    scoring,
+)
 from attn_course.scoring import additive_scores, concat_scores, dot_scores, general_scores, location_scores
 
 FAST = settings(max_examples=30, deadline=None)
