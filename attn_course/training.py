@@ -164,8 +164,11 @@ def train(
         num_batches = len(loader)
     except TypeError:
         num_batches = None
+    # Redrawn at most twice a second: in a notebook every redraw is a widget message, and a kernel that
+    # sends thousands of them during one cell can lose messages (ZMQ's high-water mark) before a front
+    # end such as nbval, which reads them only when the cell ends, gets to them.
     bar = tqdm(total=None if num_batches is None else epochs * num_batches, disable=not progress,
-               leave=False, desc="training", unit="batch")
+               leave=False, desc="training", unit="batch", mininterval=0.5)
     try:
         for epoch in range(epochs):
             wall, cpu = time.perf_counter(), time.process_time()
@@ -184,7 +187,7 @@ def train(
                 history.step_loss.append(value)
                 total, tokens = total + value * n, tokens + n
                 bar.update(1)
-                bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}")
+                bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}", refresh=False)
             history.train_loss.append(total / max(tokens, 1))
             if scheduler is not None:
                 scheduler.step()

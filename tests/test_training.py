@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import torch
@@ -123,6 +124,25 @@ def test_lr_decay_multiplies_the_learning_rate_after_every_epoch():
     assert rates == pytest.approx([0.005, 0.0025, 0.00125])
     train(model, loader, epochs=1, optimizer=optimizer, device="cpu", progress=False)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.00125)     # no decay unless asked
+
+
+def test_the_progress_bar_redraws_at_most_twice_a_second(monkeypatch):
+    """In a notebook every redraw is a widget message; one per batch overflowed the kernel's IOPub queue
+    and made nbval time out waiting for a training cell's output."""
+    from attn_course import training
+
+    refreshes = []
+
+    class Spy(training.tqdm):
+        def refresh(self, *args, **kwargs):
+            refreshes.append(time.perf_counter())
+            return super().refresh(*args, **kwargs)
+
+    monkeypatch.setattr(training, "tqdm", Spy)
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=64, batch_size=2)       # 32 batches per epoch
+    start = time.perf_counter()
+    train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, device="cpu", progress=True)
+    assert len(refreshes) <= 3 + 2 * (time.perf_counter() - start)               # not one per batch (64)
 
 
 def test_gradients_are_clipped_to_the_given_norm(monkeypatch):
