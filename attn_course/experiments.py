@@ -302,13 +302,13 @@ class BackgroundTraining:
                  device: torch.device | str | None = None) -> None:
         if name not in VARIANTS:
             raise ValueError(f"variant {name!r} is unknown, expected one of {list(VARIANTS)}")
-        self.name, self.data, self.config, self.seed = name, data, config, seed
-        self.path = Path(path)
+        self.name, self.path = name, Path(path)
         self.device = get_device() if device is None else torch.device(device)
         self._settings = _settings(name, data, config, seed)
         self._pool: ProcessPoolExecutor | None = None
         self._future = None
-        if _load_matching(self.path, self._settings, torch.device("cpu")) is None:
+        self._found = _load_matching(self.path, self._settings, self.device)   # kept for result()
+        if self._found is None:
             self._pool = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_worker_init)
             self._future = self._pool.submit(_train_and_save, name, data, config, seed, str(self.path),
                                              str(self.device))
@@ -324,21 +324,18 @@ class BackgroundTraining:
 
     def result(self, timeout: float | None = None) -> tuple[Seq2Seq, dict[str, Any]]:
         """Wait for the training (at most `timeout` seconds), then (model on `device`, record)."""
-        trained = None
-        if self._future is not None:
-            try:
-                trained = self._future.result(timeout)
-            finally:
-                if self._future.done():
-                    self._pool.shutdown()
+        if self._found is not None:
+            return self._found
+        try:
+            trained = self._future.result(timeout)
+        finally:
+            if self._future.done():
+                self._pool.shutdown()
         found = _load_matching(self.path, self._settings, self.device)
         if found is None:
             raise RuntimeError(f"no checkpoint for {self.name!r} with these settings at {self.path} "
                                "after training")
-        model, record = found
-        if trained is not None:
-            record = {**trained, "loaded": False, "background": True}
-        return model, record
+        return found[0], {**trained, "loaded": False, "background": True}
 
 
 # ------------------------------------------------------------------------------------------------ scoring
