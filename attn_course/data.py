@@ -338,7 +338,8 @@ class Vocab:
     def __getitem__(self, tokens):
         """vocab["chat"] → int; vocab[["le", "chat"]] → list[int] (nested lists map element-wise)."""
         if isinstance(tokens, (list, tuple)):
-            return [self[t] for t in tokens]
+            get, unk = self.token_to_idx.get, self.unk
+            return [get(t, unk) if isinstance(t, str) else self[t] for t in tokens]
         return self.token_to_idx.get(tokens, self.unk)
 
     def to_tokens(self, indices):
@@ -348,6 +349,12 @@ class Vocab:
         if isinstance(indices, np.ndarray) and indices.ndim > 0:
             return self.to_tokens(indices.tolist())
         if isinstance(indices, (list, tuple)):
+            if set(map(type, indices)) <= {int}:        # one sequence: no call per token (decoding)
+                size = len(self.idx_to_token)
+                if indices and (min(indices) < 0 or max(indices) >= size):
+                    bad = next(i for i in indices if not 0 <= i < size)
+                    raise ValueError(f"index {bad} is out of range for a vocabulary of {size} tokens")
+                return [self.idx_to_token[i] for i in indices]
             return [self.to_tokens(i) for i in indices]
         index = int(indices)
         if not 0 <= index < len(self.idx_to_token):

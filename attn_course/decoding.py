@@ -288,8 +288,8 @@ def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_voca
             hyps = beam_search(model, src, lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos, max_len=max_len,
                                beam_size=beam_size, length_penalty_alpha=length_penalty_alpha,
                                length_norm=length_norm)
-        for i, hyp in zip(chunk, hyps, strict=True):
-            source = [*src_vocab.to_tokens(src_vocab[token_lists[i]]), "<eos>"]
+        for i, row, hyp in zip(chunk, ids, hyps, strict=True):
+            source = src_vocab.to_tokens(row)            # unknown words as <unk>, then <eos>
             target = list(tgt_vocab.to_tokens(hyp.tokens)) if hyp.tokens else []
             results[i] = Translation(source, target, hyp.attention, hyp.score, hyp.finished)
     return results

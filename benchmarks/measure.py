@@ -2,7 +2,9 @@
 
 Ratios are the claims, not absolute times: on a shared machine the absolute numbers drift with the load,
 so the configurations compared by one ratio are timed in alternation (A B B A A B ...) within one run, and
-each ratio is the ratio of their medians.
+each ratio is the ratio of their medians. Where one side takes many times longer than the other (one
+sentence at a time against a batch), the slow side is cut into parts timed between runs of the fast one
+(`interleaved_slices`), and the ratio is the slow parts' sum over the fast runs' median.
 
 The clock (`clock_name`): on the CPU, the process's CPU time (time.process_time), which counts the work the
 process did and not the time it waited for a core that other programs held; with one torch thread (the
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import gc
 import os
 import platform
@@ -93,6 +96,33 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: i
         for name in names if r % 2 == 0 else names[::-1]:
             samples[name].append(time_once(fns[name], device))
     return samples
+
+
+def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str, Callable[[int], object]], *,
+                       slices: int, device: torch.device | str = "cpu") -> dict[str, list[float]]:
+    """Time a fast pass over all items against a slow one that takes them one at a time, in alternation.
+
+    Each slow pass is cut into `slices` parts (sliced[name](r) does part r) and round r times every `whole`
+    function once and part r of every sliced one, the order reversed every round. A slow pass of many
+    seconds and a fast one of one second are then timed in the same stretch of time, part by part, so a
+    drift of the machine's speed weighs on both alike, as in `interleaved`. Returns the seconds of each
+    call per name: `slices` full runs of each whole function, and the `slices` parts of each sliced one
+    (their sum is one full pass: see `sliced_ratio`).
+    """
+    if slices < 1:
+        raise ValueError(f"slices={slices}, expected slices >= 1")
+    names = [*whole, *sliced]
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(slices):
+        for name in names if r % 2 == 0 else names[::-1]:
+            call = whole[name] if name in whole else functools.partial(sliced[name], r)
+            samples[name].append(time_once(call, device))
+    return samples
+
+
+def sliced_ratio(samples: dict[str, list[float]], slow: str, fast: str) -> float:
+    """sum(slow parts) / median(fast): how many times faster one full fast pass is than the slow pass."""
+    return sum(samples[slow]) / statistics.median(samples[fast])
 
 
 def summary(samples: list[float]) -> dict[str, float]:

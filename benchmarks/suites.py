@@ -43,7 +43,17 @@ from attn_course.metrics import corpus_bleu
 from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import masked_cross_entropy, train
 from benchmarks import d2l_style
-from benchmarks.measure import interleaved, peak_memory, ratio, summary, synchronize, time_once, timed_call
+from benchmarks.measure import (
+    interleaved,
+    interleaved_slices,
+    peak_memory,
+    ratio,
+    sliced_ratio,
+    summary,
+    synchronize,
+    time_once,
+    timed_call,
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,7 @@ class Config:
     decode_batch_size: int = 250
     beam_sentences: int = 200
     beam_size: int = 5
-    decode_repeats: int = 3
+    decode_slices: int = 10          # parts of a one-at-a-time pass, each timed between two batched runs
     memory_sentences: int = 50       # sentences decoded one at a time when measuring their peak memory
 
 
@@ -80,7 +90,7 @@ FULL = Config()
 QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, embed_size=8, num_hiddens=8,
                 batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, attention_repeats=2,
                 warmup=0,
-                decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_repeats=1,
+                decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_slices=2,
                 memory_sentences=2)
 
 
@@ -502,6 +512,9 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
     sentence stops at its <eos>); every decoder may take up to num_steps steps per sentence, d2l's limit.
     d2l-style: `predict_seq2seq` one sentence at a time, and `predict_step`
     (one batch, num_steps steps for every sentence). Beam search runs on the first config.beam_sentences.
+    One sentence at a time is timed in config.decode_slices parts (sentences k, k + slices, ...), each
+    between two batched runs (`measure.interleaved_slices`): its time is the sum of the parts, the batched
+    time the median of the runs.
     """
     model = model.to(device).eval()
     twin = d2l_style.from_attn_course(model).eval()
@@ -510,53 +523,67 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
     sv, tv, num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
     items = [(i, sv[s], []) for i, s in enumerate(sentences)]
     fixed = d2l_style.fixed_length_batch(items, sv, tv, num_steps).to(device)
+    slices = config.decode_slices
     out: dict[str, Any] = {}
 
-    def greedy(batch_size: int, subset: Sequence = sentences) -> Callable[[], list]:
-        return lambda: out.__setitem__(f"greedy_{batch_size}_{len(subset)}", translate(
+    def greedy(batch_size: int, subset: Sequence = sentences, key: str = "") -> Callable[[], None]:
+        return lambda: out.__setitem__(key or f"greedy_{batch_size}", translate(
             model, subset, sv, tv, beam_size=1, batch_size=batch_size, max_len=num_steps))
 
-    def beam_search(batch_size: int, subset: Sequence = beam) -> Callable[[], list]:
-        return lambda: out.__setitem__(f"beam_{batch_size}_{len(subset)}", translate(
-            model, subset, sv, tv, beam_size=config.beam_size, batch_size=batch_size,
-            max_len=num_steps))
+    def beam_search(batch_size: int, subset: Sequence = beam, key: str = "") -> Callable[[], None]:
+        return lambda: out.__setitem__(key or f"beam_{batch_size}", translate(
+            model, subset, sv, tv, beam_size=config.beam_size, batch_size=batch_size, max_len=num_steps))
 
-    def d2l_one_at_a_time(subset: Sequence = sentences) -> Callable[[], None]:
-        return lambda: out.__setitem__("d2l_one", [d2l_style.predict_seq2seq(twin, sv[s], sv, tv, num_steps)
-                                                   for s in subset])
+    def d2l_one_at_a_time(subset: Sequence = sentences, key: str = "d2l_one") -> Callable[[], None]:
+        return lambda: out.__setitem__(key, [d2l_style.predict_seq2seq(twin, sv[s], sv, tv, num_steps)
+                                             for s in subset])
 
     def d2l_predict_step() -> None:
         out["d2l_batch"] = d2l_style.predict_step(twin, fixed.src, fixed.src_valid_lens, tv.bos, num_steps)
 
-    greedy_fns = {"attn_course_batched": greedy(config.decode_batch_size),
-                  "attn_course_one_at_a_time": greedy(1),
-                  "d2l_style_predict_step_batched": d2l_predict_step,
-                  "d2l_style_one_at_a_time": d2l_one_at_a_time()}
-    beam_fns = {"attn_course_batched": beam_search(config.decode_batch_size),
-                "attn_course_one_at_a_time": beam_search(1)}
-    greedy_samples = interleaved(greedy_fns, repeats=config.decode_repeats, warmup=0, device=device)
-    beam_samples = interleaved(beam_fns, repeats=config.decode_repeats, warmup=0, device=device)
+    def part(make: Callable[..., Callable[[], None]], name: str, subset: Sequence) -> Callable[[int], None]:
+        return lambda k: make(subset=subset[k::slices], key=f"{name}_part_{k}")()
 
-    batched, single = (_translations(out[f"greedy_{config.decode_batch_size}_{len(sentences)}"]),
-                       _translations(out[f"greedy_1_{len(sentences)}"]))
-    d2l_single = [tv.to_tokens(ids) for ids in out["d2l_one"]]
+    def joined(name: str, count: int) -> list:
+        """The parts' results back in sentence order."""
+        whole: list = [None] * count
+        for k in range(slices):
+            whole[k::slices] = out[f"{name}_part_{k}"]
+        return whole
+
+    greedy_samples = interleaved_slices(
+        {"attn_course_batched": greedy(config.decode_batch_size),
+         "d2l_style_predict_step_batched": d2l_predict_step},
+        {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "greedy_1", sentences),
+         "d2l_style_one_at_a_time": part(d2l_one_at_a_time, "d2l_one", sentences)},
+        slices=slices, device=device)
+    beam_samples = interleaved_slices(
+        {"attn_course_batched": beam_search(config.decode_batch_size)},
+        {"attn_course_one_at_a_time": part(lambda **kw: beam_search(1, **kw), "beam_1", beam)},
+        slices=slices, device=device)
+
+    batched, single = (_translations(out[f"greedy_{config.decode_batch_size}"]),
+                       _translations(joined("greedy_1", len(sentences))))
+    d2l_single = [tv.to_tokens(ids) for ids in joined("d2l_one", len(sentences))]
     d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in out["d2l_batch"].tolist()]
-    beam_batched = _translations(out[f"beam_{config.decode_batch_size}_{len(beam)}"])
-    beam_single = _translations(out[f"beam_1_{len(beam)}"])
+    beam_batched = _translations(out[f"beam_{config.decode_batch_size}"])
+    beam_single = _translations(joined("beam_1", len(beam)))
     some = sentences[:config.memory_sentences]
-    memory_fns = {"greedy_attn_course_batched": greedy_fns["attn_course_batched"],
+    memory_fns = {"greedy_attn_course_batched": greedy(config.decode_batch_size),
                   f"greedy_attn_course_one_at_a_time_{len(some)}_sentences": greedy(1, some),
                   "greedy_d2l_style_predict_step_batched": d2l_predict_step,
                   f"greedy_d2l_style_one_at_a_time_{len(some)}_sentences": d2l_one_at_a_time(some),
-                  "beam_attn_course_batched": beam_fns["attn_course_batched"],
+                  "beam_attn_course_batched": beam_search(config.decode_batch_size),
                   f"beam_attn_course_one_at_a_time_{len(some)}_sentences": beam_search(1, beam[:len(some)])}
     return {
         "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": num_steps,
-        "greedy": {"timings": _timings(greedy_samples),
-                   "speedup_batched_vs_one_at_a_time": ratio(greedy_samples, "attn_course_one_at_a_time",
-                                                             "attn_course_batched"),
-                   "speedup_vs_d2l_one_at_a_time": ratio(greedy_samples, "d2l_style_one_at_a_time",
-                                                         "attn_course_batched"),
+        "slices": slices,
+        "greedy": {"timings": _sliced_timings(greedy_samples, ["attn_course_one_at_a_time",
+                                                                "d2l_style_one_at_a_time"]),
+                   "speedup_batched_vs_one_at_a_time": sliced_ratio(
+                       greedy_samples, "attn_course_one_at_a_time", "attn_course_batched"),
+                   "speedup_vs_d2l_one_at_a_time": sliced_ratio(
+                       greedy_samples, "d2l_style_one_at_a_time", "attn_course_batched"),
                    "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
                                                         "attn_course_batched"),
                    "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
@@ -564,12 +591,21 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
                    "same_output_batched_vs_one": _agreement(batched, single),
                    "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
                    "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
-        "beam": {"beam_size": config.beam_size, "sentences": len(beam), "timings": _timings(beam_samples),
-                 "speedup_batched_vs_one_at_a_time": ratio(beam_samples, "attn_course_one_at_a_time",
-                                                           "attn_course_batched"),
+        "beam": {"beam_size": config.beam_size, "sentences": len(beam),
+                 "timings": _sliced_timings(beam_samples, ["attn_course_one_at_a_time"]),
+                 "speedup_batched_vs_one_at_a_time": sliced_ratio(beam_samples, "attn_course_one_at_a_time",
+                                                                  "attn_course_batched"),
                  "same_output_batched_vs_one": _agreement(beam_batched, beam_single)},
         "memory": _memory(memory_fns, device),
     }
+
+
+def _sliced_timings(samples: dict[str, list[float]], sliced: Sequence[str]) -> dict[str, dict[str, float]]:
+    """`_timings`, plus total_s for the functions timed in parts: one full pass, the sum of its parts."""
+    timings = _timings(samples)
+    for name in sliced:
+        timings[name]["total_s"] = sum(samples[name])
+    return timings
 
 
 def _agreement(a: Sequence[list[str]], b: Sequence[list[str]]) -> float:

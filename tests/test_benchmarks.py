@@ -14,7 +14,7 @@ import torch
 
 from attn_course.training import masked_cross_entropy
 from benchmarks import d2l_style, run, suites
-from benchmarks.measure import interleaved, peak_memory
+from benchmarks.measure import interleaved, interleaved_slices, peak_memory, sliced_ratio
 
 CONFIG = suites.QUICK
 
@@ -130,6 +130,19 @@ def test_interleaved_times_every_function_repeats_times_in_alternation():
     assert [len(v) for v in samples.values()] == [3, 3]
 
 
+def test_interleaved_slices_times_one_part_of_the_slow_pass_between_fast_runs():
+    order = []
+    whole = {"fast": lambda: order.append("fast")}
+    sliced = {"slow": lambda k: order.append(f"slow{k}")}
+    samples = interleaved_slices(whole, sliced, slices=3)
+    assert order == ["fast", "slow0", "slow1", "fast", "fast", "slow2"]
+    assert [len(v) for v in samples.values()] == [3, 3]
+    samples = {"fast": [1.0, 3.0, 2.0], "slow": [10.0, 12.0, 14.0]}
+    assert sliced_ratio(samples, "slow", "fast") == 36.0 / 2.0     # the parts' sum over the fast median
+    with pytest.raises(ValueError, match="slices=0"):
+        interleaved_slices(whole, sliced, slices=0)
+
+
 def test_peak_memory_sees_a_large_cpu_tensor():
     result = peak_memory(lambda: torch.ones(8 * 2**20 // 4).sum(), "cpu")   # 8 MiB of float32
     if result["peak_bytes"] is None:
@@ -183,6 +196,12 @@ def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     greedy = decoding["greedy"]
     _timing_schema(greedy["timings"], ["attn_course_batched", "attn_course_one_at_a_time",
                                        "d2l_style_predict_step_batched", "d2l_style_one_at_a_time"])
+    for name in ("attn_course_one_at_a_time", "d2l_style_one_at_a_time"):      # timed in parts
+        timing = greedy["timings"][name]
+        assert timing["n"] == CONFIG.decode_slices and timing["total_s"] >= timing["max_s"]
+    assert greedy["speedup_batched_vs_one_at_a_time"] == pytest.approx(
+        greedy["timings"]["attn_course_one_at_a_time"]["total_s"]
+        / greedy["timings"]["attn_course_batched"]["median_s"])
     # Same weights, same greedy rule: the d2l-style decoder translates like attn_course's.
     assert greedy["same_output_d2l_vs_attn_course"] == 1.0
     assert greedy["same_output_d2l_predict_step_vs_one"] == 1.0

@@ -516,6 +516,10 @@ def test_vocab_maps_lists_and_round_trips_through_to_tokens():
     assert vocab.to_tokens(torch.tensor([ids, ids])) == [["il", "dort", "."]] * 2
     with pytest.raises(ValueError, match="out of range"):
         vocab.to_tokens(len(vocab))
+    for row in ([0, len(vocab)], [-1, 0], [[0], [len(vocab) + 1]], torch.tensor([1, len(vocab)])):
+        with pytest.raises(ValueError, match=r"index (-1|\d+) is out of range for a vocabulary of \d+"):
+            vocab.to_tokens(row)        # never Python's negative indexing, never an IndexError
+    assert vocab.to_tokens([]) == [] and vocab.to_tokens([True]) == ["<bos>"]
 
 
 def test_vocab_decode_stops_at_eos_and_drops_bos_and_pad():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from torch.nn import functional as F
@@ -154,6 +156,33 @@ def test_step_by_step_decoding_equals_teacher_forcing_for_every_decoder():
             torch.testing.assert_close(step_logits, logits[:, t])
             if attention is not None:
                 torch.testing.assert_close(weights, attention[:, t])
+
+
+def test_state_index_select_keeps_rows_and_copies_a_shared_tensor_once():
+    """Dropping, repeating and reordering sentences selects every part of the state; keys that are also
+    the values (and dot attention's keys, their own projection) are copied once and stay one tensor."""
+    src, lens, tgt_in = batch()
+    index = torch.tensor([2, 0, 0, 3])
+    for model in all_models("lstm"):
+        model.eval()
+        state = model.decoder.init_state(model.encode(src, lens))
+        state = model.decoder.step(tgt_in[:, 0], state)[1]
+        picked = state.index_select(index)
+        alone = model.decoder.init_state(model.encode(src[index], lens[index]))
+        alone = model.decoder.step(tgt_in[index, 0], alone)[1]
+        for mine, theirs in [(picked.hidden, alone.hidden), (picked.feed, alone.feed),
+                             (picked.src_valid_lens, alone.src_valid_lens), (picked.memory, alone.memory)]:
+            if mine is not None:
+                for a, b in zip(mine if isinstance(mine, tuple) else (mine,),
+                                theirs if isinstance(theirs, tuple) else (theirs,), strict=True):
+                    torch.testing.assert_close(a, b)
+        assert picked.step == state.step
+        if state.memory is not None:
+            fields = [f for f in state.memory if isinstance(f, torch.Tensor)]
+            selected = [f for f in picked.memory if isinstance(f, torch.Tensor)]
+            for i, j in itertools.combinations(range(len(fields)), 2):
+                assert (fields[i] is fields[j]) == (selected[i] is selected[j])
+            assert len({id(f) for f in fields}) < len(fields)      # keys are the values in every model
 
 
 @pytest.mark.parametrize("score", ["dot", "general", "concat", "location"])
