@@ -139,21 +139,26 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
                 if keep.numel() == 0:
                     break
                 active, y, state = active[keep], y[keep], state.index_select(keep)
-        return [_greedy_result(i, tokens, weights, scores, steps, src_valid_lens, eos)
-                for i in range(batch_size)]
+        return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
     finally:
         model.train(was_training)
 
 
-def _greedy_result(i: int, tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
-                   src_valid_lens: Tensor, eos: int) -> Hypothesis:
-    num_steps = int(steps[i])
-    ids = tokens[i, :num_steps].tolist()
-    finished = ids[-1] == eos           # an unfinished sentence has no <eos> (it would have finished)
-    if finished:
-        ids = ids[:-1]
-    rows = None if weights is None else weights[i, :num_steps]
-    return _hypothesis(ids, rows, int(src_valid_lens[i]), float(scores[i]), finished)
+def _greedy_results(tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
+                    src_valid_lens: Tensor, eos: int) -> list[Hypothesis]:
+    """One Hypothesis per sentence. The tensors are read into Python (and off the GPU) once for the batch,
+    not once per sentence: with a thousand sentences, per-sentence reads cost as much as decoder steps."""
+    attention = None if weights is None else weights.float().cpu()
+    results = []
+    for i, (row, num_steps, score, src_len) in enumerate(zip(
+            tokens.tolist(), steps.tolist(), scores.tolist(), src_valid_lens.tolist(), strict=True)):
+        ids = row[:num_steps]
+        finished = ids[-1] == eos       # an unfinished sentence has no <eos> (it would have finished)
+        if finished:
+            ids.pop()
+        rows = None if attention is None else attention[i, :num_steps, :src_len]
+        results.append(Hypothesis(ids, rows, score, finished))
+    return results
 
 
 @torch.no_grad()
