@@ -125,6 +125,17 @@ def sliced_ratio(samples: dict[str, list[float]], slow: str, fast: str) -> float
     return sum(samples[slow]) / statistics.median(samples[fast])
 
 
+def round_ratios(samples: dict[str, list[float]], slow: str, fast: str) -> list[float]:
+    """Round by round, the ratio that round alone measures: parts x (slow part r) / (fast run r).
+
+    A part and the fast run beside it share the machine's speed of the moment, so the spread of these
+    ratios shows how far drift and noise move the claim (each part also holds different items, so some of
+    the spread is theirs). `sliced_ratio` is the claim; this is its error bar.
+    """
+    parts = len(samples[slow])
+    return [parts * s / f for s, f in zip(samples[slow], samples[fast], strict=True)]
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     """Median, min, max and count of a list of timings (seconds)."""
     return {"median_s": statistics.median(samples), "min_s": min(samples), "max_s": max(samples),

@@ -63,6 +63,10 @@ QUICK_SKIPS = ("compile",)      # tens of seconds of compilation even for a tiny
 
 GPU_TARGETS = {"Luong parallel vs loop": 5.0}
 
+# Claims timed in parts between runs of the fast side: where the ratio of each round is (its spread).
+ROUNDS = {"greedy batched vs one": ("decoding", "greedy", "rounds_batched_vs_one_at_a_time"),
+          "beam batched vs one": ("decoding", "beam", "rounds_batched_vs_one_at_a_time")}
+
 
 def _get(results: dict[str, Any], path: Sequence[str]) -> Any:
     for key in path:
@@ -82,20 +86,25 @@ def claims(results: dict[str, Any], device: torch.device) -> list[dict[str, Any]
         lower_bound = path == ("time_to_quality", "speedup") and bool(
             _get(results, ("time_to_quality", "speedup_is_lower_bound")))
         met = None if target is None or value is None else value >= target
+        rounds = _get(results, ROUNDS[name]) if name in ROUNDS else None
         rows.append({"claim": name, "ratio": value, "lower_bound": lower_bound, "target": target, "met": met,
+                     "rounds": None if rounds is None else [rounds["min"], rounds["max"]],
                      "meaning": meaning})
     return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The claims as a fixed-width text table."""
-    lines = [f"{'claim':<30} {'ratio':>9} {'target':>7} {'met':>5}  meaning", "-" * 100]
+    lines = [f"{'claim':<30} {'ratio':>9} {'rounds':>11} {'target':>7} {'met':>5}  meaning", "-" * 112]
     for row in rows:
         value = "n/a" if row["ratio"] is None else f"{'>=' if row['lower_bound'] else ''}{row['ratio']:.2f}x"
+        rounds = "" if row.get("rounds") is None else "{:.1f}-{:.1f}".format(*row["rounds"])
         target = "" if row["target"] is None else f"{row['target']:.1f}x"
         met = "" if row["met"] is None else ("yes" if row["met"] else "NO")
-        lines.append(f"{row['claim']:<30} {value:>9} {target:>7} {met:>5}  {row['meaning']}")
-    return "\n".join(lines)
+        lines.append(f"{row['claim']:<30} {value:>9} {rounds:>11} {target:>7} {met:>5}  {row['meaning']}")
+    footnote = ("rounds: the lowest and highest ratio of the single rounds of a claim timed in parts "
+                "(benchmarks/measure.py, round_ratios)")
+    return "\n".join(lines + ([footnote] if any(row.get("rounds") for row in rows) else []))
 
 
 def _ttq_note(results: dict[str, Any]) -> str:

@@ -48,6 +48,7 @@ from benchmarks.measure import (
     interleaved_slices,
     peak_memory,
     ratio,
+    round_ratios,
     sliced_ratio,
     summary,
     synchronize,
@@ -582,6 +583,8 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
                                                                 "d2l_style_one_at_a_time"]),
                    "speedup_batched_vs_one_at_a_time": sliced_ratio(
                        greedy_samples, "attn_course_one_at_a_time", "attn_course_batched"),
+                   "rounds_batched_vs_one_at_a_time": _spread(round_ratios(
+                       greedy_samples, "attn_course_one_at_a_time", "attn_course_batched")),
                    "speedup_vs_d2l_one_at_a_time": sliced_ratio(
                        greedy_samples, "d2l_style_one_at_a_time", "attn_course_batched"),
                    "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
@@ -595,6 +598,8 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
                  "timings": _sliced_timings(beam_samples, ["attn_course_one_at_a_time"]),
                  "speedup_batched_vs_one_at_a_time": sliced_ratio(beam_samples, "attn_course_one_at_a_time",
                                                                   "attn_course_batched"),
+                 "rounds_batched_vs_one_at_a_time": _spread(round_ratios(
+                     beam_samples, "attn_course_one_at_a_time", "attn_course_batched")),
                  "same_output_batched_vs_one": _agreement(beam_batched, beam_single)},
         "memory": _memory(memory_fns, device),
     }
@@ -606,6 +611,11 @@ def _sliced_timings(samples: dict[str, list[float]], sliced: Sequence[str]) -> d
     for name in sliced:
         timings[name]["total_s"] = sum(samples[name])
     return timings
+
+
+def _spread(ratios: Sequence[float]) -> dict[str, float]:
+    """Median, min and max of the ratios measured round by round (`measure.round_ratios`)."""
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios), "n": len(ratios)}
 
 
 def _agreement(a: Sequence[list[str]], b: Sequence[list[str]]) -> float:

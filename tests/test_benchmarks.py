@@ -14,7 +14,7 @@ import torch
 
 from attn_course.training import masked_cross_entropy
 from benchmarks import d2l_style, run, suites
-from benchmarks.measure import interleaved, interleaved_slices, peak_memory, sliced_ratio
+from benchmarks.measure import interleaved, interleaved_slices, peak_memory, round_ratios, sliced_ratio
 
 CONFIG = suites.QUICK
 
@@ -139,6 +139,8 @@ def test_interleaved_slices_times_one_part_of_the_slow_pass_between_fast_runs():
     assert [len(v) for v in samples.values()] == [3, 3]
     samples = {"fast": [1.0, 3.0, 2.0], "slow": [10.0, 12.0, 14.0]}
     assert sliced_ratio(samples, "slow", "fast") == 36.0 / 2.0     # the parts' sum over the fast median
+    # Round r alone: 3 parts x part r over fast run r.
+    assert round_ratios(samples, "slow", "fast") == [30.0, 12.0, 21.0]
     with pytest.raises(ValueError, match="slices=0"):
         interleaved_slices(whole, sliced, slices=0)
 
@@ -207,12 +209,20 @@ def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     assert greedy["same_output_d2l_predict_step_vs_one"] == 1.0
     assert 0 <= greedy["same_output_batched_vs_one"] <= 1
     assert decoding["beam"]["beam_size"] == CONFIG.beam_size
+    for search in (greedy, decoding["beam"]):
+        rounds = search["rounds_batched_vs_one_at_a_time"]
+        assert rounds["n"] == CONFIG.decode_slices
+        assert 0 < rounds["min"] <= rounds["median"] <= rounds["max"]
 
     names = [row["claim"] for row in results["claims"]]
     assert names == [claim[0] for claim in run.CLAIMS]
     for row in results["claims"]:
         assert row["ratio"] is None or (math.isfinite(row["ratio"]) and row["ratio"] > 0)
         assert row["met"] is None or row["met"] == (row["ratio"] >= row["target"])
+        assert (row["rounds"] is not None) == (row["claim"] in run.ROUNDS)
+    table = run.format_table(results["claims"])
+    low, high = next(row["rounds"] for row in results["claims"] if row["claim"] == "greedy batched vs one")
+    assert f"{low:.1f}-{high:.1f}" in table and "round_ratios" in table
 
 
 def test_command_line_writes_the_json_and_prints_the_table(tmp_path, capsys):
