@@ -92,12 +92,6 @@ def _model_device(model: Seq2Seq) -> torch.device:
     return next(model.parameters()).device
 
 
-def _hypothesis(tokens: list[int], rows: Tensor | None, src_len: int, score: float, finished: bool
-                ) -> Hypothesis:
-    attention = None if rows is None else rows[:, :src_len].float().cpu()
-    return Hypothesis(tokens, attention, float(score), finished)
-
-
 @torch.no_grad()
 def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
                   max_len: int | None = None) -> list[Hypothesis]:
@@ -219,13 +213,18 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         if has_attention:
             step_weights = step_weights.float()
         is_eos = top_token == eos
-        # Finished hypotheses: <eos> continuations among the K best with a finite score.
-        hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero().tolist()
-        for b, c in hits:
-            row, score = int(rows[b, c]), float(top_scores[b, c])
-            rows_attn = None if attention is None else torch.cat([attention[row], step_weights[row][None]])
-            finished[sentences[b]].append(
-                (score / length_penalty(t + 1, alpha, norm), score, history[row].tolist(), rows_attn, True))
+        # Finished hypotheses: <eos> continuations among the K best with a finite score. They are read
+        # into Python together, once per step (on a GPU, one wait per read, not one per hypothesis).
+        hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
+        if hits.numel():
+            hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
+            hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
+            hit_attention = (None if attention is None
+                             else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
+            penalty = length_penalty(t + 1, alpha, norm)
+            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True)):
+                finished[sentences[b]].append((score / penalty, score, hit_tokens[i],
+                                               None if hit_attention is None else hit_attention[i], True))
         # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         keep_rows = rows.gather(1, order).view(-1)
@@ -237,15 +236,16 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         y = history[:, -1]
         at_limit = [limits[s] <= t + 1 for s in sentences]
         done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
-        for b, s in enumerate(sentences):  # at its limit, a sentence's live prefixes join the candidates
-            if at_limit[b]:
-                for k in range(K):
-                    score = float(beam_scores[b, k])
+        if any(at_limit):                  # at its limit, a sentence's live prefixes join the candidates
+            live_scores, live_tokens = beam_scores.tolist(), history.tolist()
+            penalty = length_penalty(t + 1, alpha, norm)
+            for b, s in enumerate(sentences):
+                for k in range(K if at_limit[b] else 0):
+                    score = live_scores[b][k]
                     if math.isfinite(score) and len(finished[s]) < K:
                         row = b * K + k
-                        finished[s].append((score / length_penalty(t + 1, alpha, norm), score,
-                                            history[row].tolist(), None if attention is None
-                                            else attention[row], False))
+                        finished[s].append((score / penalty, score, live_tokens[row],
+                                            None if attention is None else attention[row], False))
         if any(done):
             keep = [b for b in range(n) if not done[b]]
             if not keep:
@@ -256,11 +256,20 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
             attention = None if attention is None else attention[row_index]
             state = state.index_select(row_index)
-    results = []
-    for s in range(batch_size):
-        _, score, tokens, rows_attn, is_finished = max(finished[s], key=lambda h: h[0])
-        results.append(_hypothesis(tokens, rows_attn, int(src_valid_lens[s]), score, is_finished))
-    return results
+    best = [max(candidates, key=lambda h: h[0]) for candidates in finished]
+    attention_rows = _to_cpu([h[3][:, :n] for h, n in zip(best, src_valid_lens.tolist(), strict=True)]
+                             if has_attention else [None] * batch_size)
+    return [Hypothesis(tokens, rows_attn, float(score), is_finished)
+            for (_, score, tokens, _, is_finished), rows_attn in zip(best, attention_rows, strict=True)]
+
+
+def _to_cpu(tensors: list[Tensor | None]) -> list[Tensor | None]:
+    """Float32 CPU copies of tensors of different shapes, moved off the device in one transfer."""
+    if not tensors or tensors[0] is None:
+        return tensors
+    flat = torch.cat([t.reshape(-1) for t in tensors]).float().cpu()
+    parts = flat.split([t.numel() for t in tensors])
+    return [part.view(t.shape) for part, t in zip(parts, tensors, strict=True)]
 
 
 def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_vocab, tgt_vocab, *,

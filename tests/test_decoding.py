@@ -221,6 +221,26 @@ def test_beam_attention_and_score_follow_the_chosen_beam(copy_model, beam_size):
         torch.testing.assert_close(hyp.attention, attention, atol=1e-5, rtol=1e-4)
 
 
+def test_beam_results_cut_at_max_len_keep_their_attention_and_score(copy_model):
+    """Sentences stopped by max_len (their live beams become candidates) and finished ones side by side:
+    every result's attention is its own float32 CPU (T_i, S_i) and matches teacher forcing."""
+    model, _, _, batch = copy_model
+    hyps = beam_search(model, batch.src, batch.src_valid_lens, bos=BOS, eos=EOS, beam_size=3, max_len=3,
+                       length_penalty_alpha=0.75)
+    assert any(not h.finished for h in hyps) and any(h.finished for h in hyps)
+    for i, hyp in enumerate(hyps):
+        n = int(batch.src_valid_lens[i])
+        assert hyp.attention.dtype == torch.float32 and hyp.attention.device.type == "cpu"
+        assert hyp.attention.shape == (len(hyp.tokens) + hyp.finished, n)
+        assert len(hyp.tokens) + hyp.finished <= 3
+        score, attention = teacher_forced(model, batch.src[i, :n], batch.src_valid_lens[i], hyp.tokens,
+                                          hyp.finished)
+        assert hyp.score == pytest.approx(score, abs=1e-4)
+        torch.testing.assert_close(hyp.attention, attention, atol=1e-5, rtol=1e-4)
+    hyps[0].attention.fill_(-1.0)                   # results share no memory a caller could overwrite
+    assert all((h.attention >= 0).all() for h in hyps[1:])
+
+
 def test_batched_beam_search_equals_one_sentence_at_a_time(copy_model):
     model, _, _, batch = copy_model
     batched = beam_search(model, batch.src, batch.src_valid_lens, bos=BOS, eos=EOS, beam_size=3)
