@@ -237,7 +237,7 @@ def test_beam_results_cut_at_max_len_keep_their_attention_and_score(copy_model):
                                           hyp.finished)
         assert hyp.score == pytest.approx(score, abs=1e-4)
         torch.testing.assert_close(hyp.attention, attention, atol=1e-5, rtol=1e-4)
-    hyps[0].attention.fill_(-1.0)                   # results share no memory a caller could overwrite
+    hyps[0].attention.fill_(-1.0)                   # writing into one result changes no other
     assert all((h.attention >= 0).all() for h in hyps[1:])
 
 
