@@ -25,11 +25,11 @@ def seed_everything(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch (CPU and CUDA); return a torch.Generator seeded the same way.
 
     It also keeps float32 at full precision on GPUs: on Ampere and later, torch lets cuDNN run float32 RNNs
-    (GRU, LSTM) in TensorFloat-32 by default, which keeps 10 of float32's 23 mantissa bits in the products.
-    With TF32 off, a chapter's float32 numbers on a GPU agree with the CPU's to float32 precision, and
-    the tolerances its asserts use hold on either. (The legacy flag sets cuDNN's convolutions and RNNs
-    alike; setting only one of them through the newer fp32_precision API makes reading the legacy flag
-    raise.) Nothing changes on a CPU.
+    (GRU, LSTM) in TensorFloat-32 by default, which rounds the factors of their matrix products to 10 of
+    float32's 23 mantissa bits. With TF32 off, a GPU computes a chapter's float32 numbers at the precision
+    the CPU does, which the tolerances of its asserts assume. The legacy flag is used because it sets
+    cuDNN's convolutions and RNNs alike (setting only one through the newer fp32_precision API makes
+    reading the legacy flag raise). Nothing changes on a CPU.
     """
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 - seeds the legacy global RNG that older code still draws from
