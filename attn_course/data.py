@@ -349,11 +349,10 @@ class Vocab:
         if isinstance(indices, np.ndarray) and indices.ndim > 0:
             return self.to_tokens(indices.tolist())
         if isinstance(indices, (list, tuple)):
-            if set(map(type, indices)) <= {int}:        # one sequence: no call per token (decoding)
-                size = len(self.idx_to_token)
-                if indices and (min(indices) < 0 or max(indices) >= size):
-                    bad = next(i for i in indices if not 0 <= i < size)
-                    raise ValueError(f"index {bad} is out of range for a vocabulary of {size} tokens")
+            # One sequence of valid ids: no call per token (decoding). Anything else, a bad id included
+            # (whose error the per-token path raises), goes token by token.
+            if set(map(type, indices)) <= {int} and (
+                    not indices or (min(indices) >= 0 and max(indices) < len(self.idx_to_token))):
                 return [self.idx_to_token[i] for i in indices]
             return [self.to_tokens(i) for i in indices]
         index = int(indices)

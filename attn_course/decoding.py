@@ -240,7 +240,9 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             live_scores, live_tokens = beam_scores.tolist(), history.tolist()
             penalty = length_penalty(t + 1, alpha, norm)
             for b, s in enumerate(sentences):
-                for k in range(K if at_limit[b] else 0):
+                if not at_limit[b]:
+                    continue
+                for k in range(K):
                     score = live_scores[b][k]
                     if math.isfinite(score) and len(finished[s]) < K:
                         row = b * K + k
