@@ -9,7 +9,9 @@ sentence at a time against a batch), the slow side is cut into parts timed betwe
 The clock (`clock_name`): on the CPU, the process's CPU time (time.process_time), which counts the work the
 process did and not the time it waited for a core that other programs held; with one torch thread (the
 benchmarks' default) it is the compute time of the configuration. On CUDA, wall-clock time around
-torch.cuda.synchronize(), since the work happens on the GPU.
+torch.cuda.synchronize(), since the work happens on the GPU. With several torch threads on the CPU
+(`torch_threads`), CPU time adds up the threads' time and hides what running in parallel saves, so those
+timings ask for the wall clock (wall=True): they are then as exposed to other programs as the user is.
 
 Peak memory (`peak_memory`):
 - CUDA: torch.cuda.max_memory_allocated() after torch.cuda.reset_peak_memory_stats(), minus the memory
@@ -34,7 +36,7 @@ import platform
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -52,17 +54,20 @@ def synchronize(device: torch.device | str) -> None:
         torch.cuda.synchronize(device)
 
 
-def clock_name(device: torch.device | str) -> str:
-    """Which clock `time_once` reads on this device."""
+def clock_name(device: torch.device | str, wall: bool = False) -> str:
+    """Which clock `time_once` reads on this device (wall: the wall clock on the CPU too)."""
     if torch.device(device).type == "cuda":
         return "wall-clock (time.perf_counter) around torch.cuda.synchronize()"
+    if wall:
+        return "wall-clock (time.perf_counter)"
     return "process CPU time (time.process_time), all threads of the process"
 
 
-def timed_call(fn: Callable[[], T], device: torch.device | str) -> tuple[T, float]:
-    """fn()'s result and the seconds it took: CPU time of the process on the CPU, wall-clock with the GPU
-    work included on CUDA."""
-    if torch.device(device).type != "cuda":
+def timed_call(fn: Callable[[], T], device: torch.device | str, wall: bool = False) -> tuple[T, float]:
+    """fn()'s result and the seconds it took: CPU time of the process on the CPU (the wall clock with
+    wall=True, for work spread over several threads), wall-clock with the GPU work included on CUDA."""
+    on_cpu = torch.device(device).type != "cuda"
+    if on_cpu and not wall:
         start = time.process_time()
         result = fn()
         return result, time.process_time() - start
@@ -73,9 +78,22 @@ def timed_call(fn: Callable[[], T], device: torch.device | str) -> tuple[T, floa
     return result, time.perf_counter() - start
 
 
-def time_once(fn: Callable[[], object], device: torch.device | str) -> float:
+def time_once(fn: Callable[[], object], device: torch.device | str, wall: bool = False) -> float:
     """Seconds one call of fn takes (see `timed_call`)."""
-    return timed_call(fn, device)[1]
+    return timed_call(fn, device, wall)[1]
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with torch's CPU (intra-op) threads set to count, then restore the previous count."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count={count!r}, expected a positive int")
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 1,
@@ -99,7 +117,8 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: i
 
 
 def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str, Callable[[int], object]], *,
-                       slices: int, device: torch.device | str = "cpu") -> dict[str, list[float]]:
+                       slices: int, device: torch.device | str = "cpu",
+                       wall: bool = False) -> dict[str, list[float]]:
     """Time a fast pass over all items against a slow one that takes them one at a time, in alternation.
 
     Each slow pass is cut into `slices` parts (sliced[name](r) does part r) and round r times every `whole`
@@ -107,7 +126,7 @@ def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str,
     seconds and a fast one of one second are then timed in the same stretch of time, part by part, so a
     drift of the machine's speed weighs on both alike, as in `interleaved`. Returns the seconds of each
     call per name: `slices` full runs of each whole function, and the `slices` parts of each sliced one
-    (their sum is one full pass: see `sliced_ratio`).
+    (their sum is one full pass: see `sliced_ratio`). wall: read the wall clock on the CPU (`timed_call`).
     """
     if slices < 1:
         raise ValueError(f"slices={slices}, expected slices >= 1")
@@ -116,7 +135,7 @@ def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str,
     for r in range(slices):
         for name in names if r % 2 == 0 else names[::-1]:
             call = whole[name] if name in whole else functools.partial(sliced[name], r)
-            samples[name].append(time_once(call, device))
+            samples[name].append(time_once(call, device, wall))
     return samples
 
 

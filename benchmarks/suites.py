@@ -44,6 +44,7 @@ from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import masked_cross_entropy, train
 from benchmarks import d2l_style
 from benchmarks.measure import (
+    clock_name,
     interleaved,
     interleaved_slices,
     peak_memory,
@@ -54,6 +55,7 @@ from benchmarks.measure import (
     synchronize,
     time_once,
     timed_call,
+    torch_threads,
 )
 
 
@@ -506,7 +508,8 @@ def _translations(results: Sequence) -> list[list[str]]:
     return [r.target for r in results]
 
 
-def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str) -> dict[str, Any]:
+def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str,
+             all_threads: int | None = None) -> dict[str, Any]:
     """Batched greedy / beam search vs one sentence at a time, with the same trained model and sentences.
 
     attn_course: `translate` with batch_size=config.decode_batch_size vs batch_size=1 (the same code; each
@@ -516,6 +519,11 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
     One sentence at a time is timed in config.decode_slices parts (sentences k, k + slices, ...), each
     between two batched runs (`measure.interleaved_slices`): its time is the sum of the parts, the batched
     time the median of the runs.
+
+    all_threads: on the CPU, when more than the torch threads of the run (the benchmarks use one), the
+    attn_course comparisons are timed again with that many threads (torch's default: every core) on the
+    wall clock, under "all_cores": a batch's matrix products spread over the cores, one sentence's tiny
+    operations do not, and the ratio is what a user of the whole machine sees. Else "all_cores" is None.
     """
     model = model.to(device).eval()
     twin = d2l_style.from_attn_course(model).eval()
@@ -563,6 +571,24 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
         {"attn_course_one_at_a_time": part(lambda **kw: beam_search(1, **kw), "beam_1", beam)},
         slices=slices, device=device)
 
+    all_cores = None
+    more_threads = all_threads is not None and all_threads > torch.get_num_threads()
+    if torch.device(device).type == "cpu" and more_threads:
+        with torch_threads(all_threads):
+            cores_greedy = interleaved_slices(
+                {"attn_course_batched": greedy(config.decode_batch_size, key="cores_greedy")},
+                {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "cores_greedy_1",
+                                                   sentences)},
+                slices=slices, device=device, wall=True)
+            cores_beam = interleaved_slices(
+                {"attn_course_batched": beam_search(config.decode_batch_size, key="cores_beam")},
+                {"attn_course_one_at_a_time": part(lambda **kw: beam_search(1, **kw), "cores_beam_1", beam)},
+                slices=slices, device=device, wall=True)
+        all_cores = {"threads": all_threads, "clock": clock_name(device, wall=True),
+                     "greedy": _batched_vs_one(cores_greedy, _translations(out["cores_greedy"]),
+                                               _translations(joined("cores_greedy_1", len(sentences)))),
+                     "beam": _batched_vs_one(cores_beam, _translations(out["cores_beam"]),
+                                             _translations(joined("cores_beam_1", len(beam))))}
     batched, single = (_translations(out[f"greedy_{config.decode_batch_size}"]),
                        _translations(joined("greedy_1", len(sentences))))
     d2l_single = [tv.to_tokens(ids) for ids in joined("d2l_one", len(sentences))]
@@ -579,30 +605,32 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
     return {
         "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": num_steps,
         "slices": slices,
-        "greedy": {"timings": _sliced_timings(greedy_samples, ["attn_course_one_at_a_time",
-                                                                "d2l_style_one_at_a_time"]),
-                   "speedup_batched_vs_one_at_a_time": sliced_ratio(
-                       greedy_samples, "attn_course_one_at_a_time", "attn_course_batched"),
-                   "rounds_batched_vs_one_at_a_time": _spread(round_ratios(
-                       greedy_samples, "attn_course_one_at_a_time", "attn_course_batched")),
+        "greedy": {**_batched_vs_one(greedy_samples, batched, single,
+                                     also_sliced=["d2l_style_one_at_a_time"]),
                    "speedup_vs_d2l_one_at_a_time": sliced_ratio(
                        greedy_samples, "d2l_style_one_at_a_time", "attn_course_batched"),
                    "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
                                                         "attn_course_batched"),
                    "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
                                      "d2l_style_predict_step_batched": num_steps * len(sentences)},
-                   "same_output_batched_vs_one": _agreement(batched, single),
                    "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
                    "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
         "beam": {"beam_size": config.beam_size, "sentences": len(beam),
-                 "timings": _sliced_timings(beam_samples, ["attn_course_one_at_a_time"]),
-                 "speedup_batched_vs_one_at_a_time": sliced_ratio(beam_samples, "attn_course_one_at_a_time",
-                                                                  "attn_course_batched"),
-                 "rounds_batched_vs_one_at_a_time": _spread(round_ratios(
-                     beam_samples, "attn_course_one_at_a_time", "attn_course_batched")),
-                 "same_output_batched_vs_one": _agreement(beam_batched, beam_single)},
+                 **_batched_vs_one(beam_samples, beam_batched, beam_single)},
+        "all_cores": all_cores,
         "memory": _memory(memory_fns, device),
     }
+
+
+def _batched_vs_one(samples: dict[str, list[float]], batched: Sequence[list[str]],
+                    single: Sequence[list[str]], also_sliced: Sequence[str] = ()) -> dict[str, Any]:
+    """attn_course batched vs one sentence at a time, timed by `interleaved_slices`: the timings (also_sliced:
+    other functions timed in parts), the ratio, its rounds, and the fraction of identical translations."""
+    slow, fast = "attn_course_one_at_a_time", "attn_course_batched"
+    return {"timings": _sliced_timings(samples, [slow, *also_sliced]),
+            "speedup_batched_vs_one_at_a_time": sliced_ratio(samples, slow, fast),
+            "rounds_batched_vs_one_at_a_time": _spread(round_ratios(samples, slow, fast)),
+            "same_output_batched_vs_one": _agreement(batched, single)}
 
 
 def _sliced_timings(samples: dict[str, list[float]], sliced: Sequence[str]) -> dict[str, dict[str, float]]:

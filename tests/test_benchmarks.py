@@ -1,20 +1,32 @@
 """Smoke runs of the benchmarks at tiny sizes: the results have their schema, the reference pipeline computes
 the same loss as attn_course, and the bare decoders are the attention decoders minus the attention.
 
-Never asserts on time: timings on a shared machine say nothing about correctness.
+Never asserts on speed: timings on a shared machine say nothing about correctness (a test of the clocks
+asserts what each clock counts, around a sleep).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
+from dataclasses import replace
 
 import pytest
 import torch
 
 from attn_course.training import masked_cross_entropy
 from benchmarks import d2l_style, run, suites
-from benchmarks.measure import interleaved, interleaved_slices, peak_memory, round_ratios, sliced_ratio
+from benchmarks.measure import (
+    clock_name,
+    interleaved,
+    interleaved_slices,
+    peak_memory,
+    round_ratios,
+    sliced_ratio,
+    time_once,
+    torch_threads,
+)
 
 CONFIG = suites.QUICK
 
@@ -145,6 +157,37 @@ def test_interleaved_slices_times_one_part_of_the_slow_pass_between_fast_runs():
         interleaved_slices(whole, sliced, slices=0)
 
 
+def test_wall_clock_counts_waiting_and_cpu_time_does_not():
+    def nap():
+        time.sleep(0.05)
+    assert time_once(nap, "cpu", wall=True) >= 0.05
+    assert time_once(nap, "cpu") < 0.04                  # asleep, the process uses no CPU
+    assert clock_name("cpu", wall=True).startswith("wall-clock")
+    assert clock_name("cpu").startswith("process CPU time")
+
+
+def test_torch_threads_sets_the_count_inside_the_block_and_restores_it():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"), torch_threads(before + 1):
+        assert torch.get_num_threads() == before + 1
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="expected a positive int"), torch_threads(bad):
+            pass
+
+
+def test_decoding_has_no_all_cores_timings_without_more_threads(corpus):
+    config = replace(CONFIG, decode_slices=1)
+    model = suites.new_model(config, corpus, "cpu")
+    for all_threads in (None, torch.get_num_threads()):
+        assert suites.decoding(config, corpus, model, "cpu", all_threads=all_threads)["all_cores"] is None
+    rows = {row["claim"]: row for row in run.claims({"decoding": {"all_cores": None}}, torch.device("cpu"))}
+    row = rows["greedy batched vs one, all cores"]
+    assert row["ratio"] is None and row["met"] is None and row["rounds"] is None
+    assert "n/a" in run.format_table([row])
+
+
 def test_peak_memory_sees_a_large_cpu_tensor():
     result = peak_memory(lambda: torch.ones(8 * 2**20 // 4).sum(), "cpu")   # 8 MiB of float32
     if result["peak_bytes"] is None:
@@ -154,7 +197,9 @@ def test_peak_memory_sees_a_large_cpu_tensor():
 
 def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     torch.manual_seed(0)
-    results = run.run(CONFIG, torch.device("cpu"), log=lambda _: None)
+    threads = torch.get_num_threads()
+    results = run.run(CONFIG, torch.device("cpu"), log=lambda _: None, all_threads=threads + 1)
+    assert torch.get_num_threads() == threads                           # the all-cores timings restore it
     json.loads(json.dumps(results))                                     # JSON-ready
     assert {"machine", "config", "date", "seconds", "benchmarks", "claims"} <= set(results)
     assert results["machine"]["torch"] == torch.__version__
@@ -209,10 +254,18 @@ def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     assert greedy["same_output_d2l_predict_step_vs_one"] == 1.0
     assert 0 <= greedy["same_output_batched_vs_one"] <= 1
     assert decoding["beam"]["beam_size"] == CONFIG.beam_size
-    for search in (greedy, decoding["beam"]):
+    cores = decoding["all_cores"]
+    assert cores["threads"] == threads + 1 and cores["clock"].startswith("wall-clock")
+    for search in (greedy, decoding["beam"], cores["greedy"], cores["beam"]):
         rounds = search["rounds_batched_vs_one_at_a_time"]
         assert rounds["n"] == CONFIG.decode_slices
         assert 0 < rounds["min"] <= rounds["median"] <= rounds["max"]
+    for search in (cores["greedy"], cores["beam"]):
+        _timing_schema(search["timings"], ["attn_course_batched", "attn_course_one_at_a_time"])
+        assert search["speedup_batched_vs_one_at_a_time"] == pytest.approx(
+            search["timings"]["attn_course_one_at_a_time"]["total_s"]
+            / search["timings"]["attn_course_batched"]["median_s"])
+        assert 0 <= search["same_output_batched_vs_one"] <= 1
 
     names = [row["claim"] for row in results["claims"]]
     assert names == [claim[0] for claim in run.CLAIMS]
