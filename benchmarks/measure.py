@@ -9,9 +9,10 @@ sentence at a time against a batch), the slow side is cut into parts timed betwe
 The clock (`clock_name`): on the CPU, the process's CPU time (time.process_time), which counts the work the
 process did and not the time it waited for a core that other programs held; with one torch thread (the
 benchmarks' default) it is the compute time of the configuration. On CUDA, wall-clock time around
-torch.cuda.synchronize(), since the work happens on the GPU. With several torch threads on the CPU
-(`torch_threads`), CPU time adds up the threads' time and hides what running in parallel saves, so those
-timings ask for the wall clock (wall=True): they are then as exposed to other programs as the user is.
+torch.cuda.synchronize(), since the work happens on the GPU. With several torch threads on the CPU, CPU
+time would add up the threads' time and hide what running in parallel saves, so the CPU timings then read
+the wall clock (wall=None, the default, decides by torch's thread count at the call; wall=True or False
+forces a clock): they are then as exposed to other programs as the user is.
 
 Peak memory (`peak_memory`):
 - CUDA: torch.cuda.max_memory_allocated() after torch.cuda.reset_peak_memory_stats(), minus the memory
@@ -54,20 +55,27 @@ def synchronize(device: torch.device | str) -> None:
         torch.cuda.synchronize(device)
 
 
-def clock_name(device: torch.device | str, wall: bool = False) -> str:
-    """Which clock `time_once` reads on this device (wall: the wall clock on the CPU too)."""
+def _wall_on_cpu(wall: bool | None) -> bool:
+    """wall as given, or (None) whether torch runs on more than one CPU thread."""
+    return torch.get_num_threads() > 1 if wall is None else wall
+
+
+def clock_name(device: torch.device | str, wall: bool | None = None) -> str:
+    """Which clock `time_once` reads on this device with this `wall` (see `timed_call`)."""
     if torch.device(device).type == "cuda":
         return "wall-clock (time.perf_counter) around torch.cuda.synchronize()"
-    if wall:
+    if _wall_on_cpu(wall):
         return "wall-clock (time.perf_counter)"
     return "process CPU time (time.process_time), all threads of the process"
 
 
-def timed_call(fn: Callable[[], T], device: torch.device | str, wall: bool = False) -> tuple[T, float]:
-    """fn()'s result and the seconds it took: CPU time of the process on the CPU (the wall clock with
-    wall=True, for work spread over several threads), wall-clock with the GPU work included on CUDA."""
+def timed_call(fn: Callable[[], T], device: torch.device | str,
+               wall: bool | None = None) -> tuple[T, float]:
+    """fn()'s result and the seconds it took: on the CPU, the process's CPU time, or the wall clock where
+    the work is spread over threads (wall=None: when torch uses more than one; True / False: always /
+    never); on CUDA, wall-clock with the GPU work included."""
     on_cpu = torch.device(device).type != "cuda"
-    if on_cpu and not wall:
+    if on_cpu and not _wall_on_cpu(wall):
         start = time.process_time()
         result = fn()
         return result, time.process_time() - start
@@ -78,7 +86,7 @@ def timed_call(fn: Callable[[], T], device: torch.device | str, wall: bool = Fal
     return result, time.perf_counter() - start
 
 
-def time_once(fn: Callable[[], object], device: torch.device | str, wall: bool = False) -> float:
+def time_once(fn: Callable[[], object], device: torch.device | str, wall: bool | None = None) -> float:
     """Seconds one call of fn takes (see `timed_call`)."""
     return timed_call(fn, device, wall)[1]
 
@@ -118,7 +126,7 @@ def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: i
 
 def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str, Callable[[int], object]], *,
                        slices: int, device: torch.device | str = "cpu",
-                       wall: bool = False) -> dict[str, list[float]]:
+                       wall: bool | None = None) -> dict[str, list[float]]:
     """Time a fast pass over all items against a slow one that takes them one at a time, in alternation.
 
     Each slow pass is cut into `slices` parts (sliced[name](r) does part r) and round r times every `whole`
@@ -126,7 +134,7 @@ def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str,
     seconds and a fast one of one second are then timed in the same stretch of time, part by part, so a
     drift of the machine's speed weighs on both alike, as in `interleaved`. Returns the seconds of each
     call per name: `slices` full runs of each whole function, and the `slices` parts of each sliced one
-    (their sum is one full pass: see `sliced_ratio`). wall: read the wall clock on the CPU (`timed_call`).
+    (their sum is one full pass: see `sliced_ratio`). wall: which clock on the CPU (see `timed_call`).
     """
     if slices < 1:
         raise ValueError(f"slices={slices}, expected slices >= 1")

@@ -183,9 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON (default %(default)s)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: CPU time then measures each configuration's "
-                             "work, steady on a shared machine; the decoding benchmark is also timed on "
-                             "torch's default threads, every core, by the wall clock); 0 keeps torch's "
-                             "default")
+                             "work, steady on a shared machine; with more, the wall clock times it; the "
+                             "decoding benchmark is also timed on torch's default threads, every core, by "
+                             "the wall clock); 0 keeps torch's default")
     parser.add_argument("--only", nargs="+", default=None, choices=BENCHMARKS,
                         help="run only these benchmarks (default: all; --quick skips compile)")
     args = parser.parse_args(argv)

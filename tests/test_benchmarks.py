@@ -161,9 +161,15 @@ def test_wall_clock_counts_waiting_and_cpu_time_does_not():
     def nap():
         time.sleep(0.05)
     assert time_once(nap, "cpu", wall=True) >= 0.05
-    assert time_once(nap, "cpu") < 0.04                  # asleep, the process uses no CPU
+    assert time_once(nap, "cpu", wall=False) < 0.04      # asleep, the process uses no CPU
     assert clock_name("cpu", wall=True).startswith("wall-clock")
-    assert clock_name("cpu").startswith("process CPU time")
+    assert clock_name("cpu", wall=False).startswith("process CPU time")
+    # By default the clock follows torch's threads: CPU time on one, the wall clock on several (CPU time
+    # would add up the threads' time).
+    assert torch.get_num_threads() == 1                   # the module's fixture
+    assert time_once(nap, "cpu") < 0.04 and clock_name("cpu").startswith("process CPU time")
+    with torch_threads(2):
+        assert time_once(nap, "cpu") >= 0.05 and clock_name("cpu").startswith("wall-clock")
 
 
 def test_torch_threads_sets_the_count_inside_the_block_and_restores_it():
