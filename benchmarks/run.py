@@ -69,13 +69,10 @@ QUICK_SKIPS = ("compile",)      # tens of seconds of compilation even for a tiny
 
 GPU_TARGETS = {"Luong parallel vs loop": 5.0}
 
-# Claims timed in parts between runs of the fast side: where the ratio of each round is (its spread).
-ROUNDS = {"greedy batched vs one": ("decoding", "greedy", "rounds_batched_vs_one_at_a_time"),
-          "beam batched vs one": ("decoding", "beam", "rounds_batched_vs_one_at_a_time"),
-          "greedy batched vs one, all cores": ("decoding", "all_cores", "greedy",
-                                               "rounds_batched_vs_one_at_a_time"),
-          "beam batched vs one, all cores": ("decoding", "all_cores", "beam",
-                                             "rounds_batched_vs_one_at_a_time")}
+# Claims timed in parts between runs of the fast side: where the ratio of each round is (its spread), the
+# sibling of the claim's ratio in the results.
+ROUNDS = {name: (*path[:-1], "rounds_batched_vs_one_at_a_time") for name, path, _, _ in CLAIMS
+          if path[-1] == "speedup_batched_vs_one_at_a_time"}
 
 
 def _get(results: dict[str, Any], path: Sequence[str]) -> Any:

@@ -566,35 +566,28 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
         {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "greedy_1", sentences),
          "d2l_style_one_at_a_time": part(d2l_one_at_a_time, "d2l_one", sentences)},
         slices=slices, device=device)
-    beam_samples = interleaved_slices(
-        {"attn_course_batched": beam_search(config.decode_batch_size)},
-        {"attn_course_one_at_a_time": part(lambda **kw: beam_search(1, **kw), "beam_1", beam)},
-        slices=slices, device=device)
+    def search_vs_one(make: Callable[..., Callable[[], None]], subset: Sequence, name: str,
+                      wall: bool | None = None) -> dict[str, Any]:
+        """`make`'s search, batched vs one sentence at a time in parts, on `subset` (`_batched_vs_one`)."""
+        samples = interleaved_slices(
+            {"attn_course_batched": make(config.decode_batch_size, subset=subset, key=name)},
+            {"attn_course_one_at_a_time": part(lambda **kw: make(1, **kw), f"{name}_1", subset)},
+            slices=slices, device=device, wall=wall)
+        return _batched_vs_one(samples, _translations(out[name]),
+                               _translations(joined(f"{name}_1", len(subset))))
 
+    beam_result = search_vs_one(beam_search, beam, "beam")
     all_cores = None
     more_threads = all_threads is not None and all_threads > torch.get_num_threads()
     if torch.device(device).type == "cpu" and more_threads:
         with torch_threads(all_threads):
-            cores_greedy = interleaved_slices(
-                {"attn_course_batched": greedy(config.decode_batch_size, key="cores_greedy")},
-                {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "cores_greedy_1",
-                                                   sentences)},
-                slices=slices, device=device, wall=True)
-            cores_beam = interleaved_slices(
-                {"attn_course_batched": beam_search(config.decode_batch_size, key="cores_beam")},
-                {"attn_course_one_at_a_time": part(lambda **kw: beam_search(1, **kw), "cores_beam_1", beam)},
-                slices=slices, device=device, wall=True)
-        all_cores = {"threads": all_threads, "clock": clock_name(device, wall=True),
-                     "greedy": _batched_vs_one(cores_greedy, _translations(out["cores_greedy"]),
-                                               _translations(joined("cores_greedy_1", len(sentences)))),
-                     "beam": _batched_vs_one(cores_beam, _translations(out["cores_beam"]),
-                                             _translations(joined("cores_beam_1", len(beam))))}
+            all_cores = {"threads": all_threads, "clock": clock_name(device, wall=True),
+                         "greedy": search_vs_one(greedy, sentences, "cores_greedy", wall=True),
+                         "beam": search_vs_one(beam_search, beam, "cores_beam", wall=True)}
     batched, single = (_translations(out[f"greedy_{config.decode_batch_size}"]),
                        _translations(joined("greedy_1", len(sentences))))
     d2l_single = [tv.to_tokens(ids) for ids in joined("d2l_one", len(sentences))]
     d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in out["d2l_batch"].tolist()]
-    beam_batched = _translations(out[f"beam_{config.decode_batch_size}"])
-    beam_single = _translations(joined("beam_1", len(beam)))
     some = sentences[:config.memory_sentences]
     memory_fns = {"greedy_attn_course_batched": greedy(config.decode_batch_size),
                   f"greedy_attn_course_one_at_a_time_{len(some)}_sentences": greedy(1, some),
@@ -615,8 +608,7 @@ def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.devic
                                      "d2l_style_predict_step_batched": num_steps * len(sentences)},
                    "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
                    "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
-        "beam": {"beam_size": config.beam_size, "sentences": len(beam),
-                 **_batched_vs_one(beam_samples, beam_batched, beam_single)},
+        "beam": {"beam_size": config.beam_size, "sentences": len(beam), **beam_result},
         "all_cores": all_cores,
         "memory": _memory(memory_fns, device),
     }
