@@ -16,7 +16,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildc
 THREADS ?= 1
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
-.PHONY: env lab test lint unit notebooks bench gpu-check clean
+.PHONY: env lab test lint unit notebooks portability robustness bench gpu-check clean
 
 env: $(STAMP)
 
@@ -43,16 +43,36 @@ unit: env
 notebooks: env
 	$(if $(strip $(NOTEBOOKS)),OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
 
-test: lint unit notebooks
+# Every notebook a second time, on another floating-point path: other torch CPU kernels, two threads, model
+# seed 1, and a fresh artifacts folder so that nothing trained by the first pass is reused. A chapter claim
+# that holds on one machine's kernels or one seed only turns this red, and so does a `# NBVAL_CHECK_OUTPUT`
+# cell whose output depends on them.
+OTHER_KERNEL ?= $(if $(filter default,$(ATEN_CPU_CAPABILITY)),avx2,default)
+portability: env
+	@artifacts=$$(mktemp -d) && trap 'rm -rf "$$artifacts"' EXIT && \
+	echo "every notebook again: ATEN_CPU_CAPABILITY=$(OTHER_KERNEL), 2 threads, seed 1" && \
+	ATEN_CPU_CAPABILITY=$(OTHER_KERNEL) OMP_NUM_THREADS=2 ATTN_COURSE_SEED=1 ATTN_COURSE_ARTIFACTS=$$artifacts \
+	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
+
+test: lint unit notebooks portability
+
+# Every training chapter over 5 seeds x torch CPU kernels (default, avx2, the machine's best) x 1 and 2
+# threads: the spread of each claim, in results/robustness.json and .md (about 2 hours on 2 cores).
+# `make robustness ARGS=--resume` keeps the runs already there and adds the missing ones.
+ARGS ?=
+robustness: env
+	$(BIN)/python -m attn_course.robustness --out results/robustness.json $(ARGS)
 
 # Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run. Not part of `make test`.
 bench: env
 	$(BIN)/python -m benchmarks.run --out benchmarks/results
 
-# On a machine with a CUDA GPU: every notebook under nbval, then the benchmarks, on the GPU.
+# On a machine with a CUDA GPU: every notebook under nbval, the chapters' claims over 5 seeds, then the
+# benchmarks, on the GPU (TF32 off: attn_course.runtime.seed_everything).
 gpu-check: env
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
 	$(MAKE) --no-print-directory notebooks
+	$(BIN)/python -m attn_course.robustness --device cuda --threads 1 --workers 1 --out results/robustness-cuda.json
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 clean:

@@ -1,8 +1,10 @@
-"""Where the course runs: device choice and seeding, so every chapter is reproducible."""
+"""Where the course runs: device, seeds and the artifacts folder, so every chapter is reproducible."""
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,3 +38,33 @@ def seed_everything(seed: int) -> torch.Generator:
     torch.manual_seed(seed)  # also seeds every CUDA device
     torch.backends.cudnn.allow_tf32 = False
     return torch.Generator().manual_seed(seed)
+
+
+#: The environment variable that picks the chapters' model seed (default 0, the seed of the stored outputs).
+SEED_VARIABLE = "ATTN_COURSE_SEED"
+#: The environment variable that moves the folder where chapters keep trained models (default artifacts/).
+ARTIFACTS_VARIABLE = "ATTN_COURSE_ARTIFACTS"
+
+
+def course_seed() -> int:
+    """The seed a chapter trains its models with: $ATTN_COURSE_SEED, or 0 (the stored outputs' seed).
+
+    `make robustness` runs every chapter under several seeds this way, to check that its claims about
+    trained models hold for any seed, not only for the one its outputs were stored with.
+    """
+    value = os.environ.get(SEED_VARIABLE, "0")
+    try:
+        seed = int(value)
+    except ValueError:
+        raise ValueError(f"{SEED_VARIABLE}={value!r}, expected a non-negative integer") from None
+    if seed < 0:
+        raise ValueError(f"{SEED_VARIABLE}={value!r}, expected a non-negative integer")
+    return seed
+
+
+def artifacts_dir() -> Path:
+    """The folder where chapters keep the models they train: $ATTN_COURSE_ARTIFACTS, or artifacts/ at the
+    top of the course (git-ignored). A second run under another CPU kernel points it elsewhere, so that it
+    trains its own models instead of loading the first run's."""
+    value = os.environ.get(ARTIFACTS_VARIABLE)
+    return Path(value) if value else Path(__file__).resolve().parent.parent / "artifacts"

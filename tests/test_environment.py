@@ -74,12 +74,29 @@ def test_environment_stamp_is_up_to_date_so_make_is_quick():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_make_gpu_check_runs_every_notebook_then_the_benchmarks_on_cuda():
+def _plan(target: str, **env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | env
+    return subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env=environment).stdout
+
+
+def test_make_test_runs_every_notebook_again_on_another_kernel_threads_and_seed():
+    plan = _plan("test")
+    assert plan.index("--nbval-lax") < plan.index("ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=2 "
+                                                  "ATTN_COURSE_SEED=1 ATTN_COURSE_ARTIFACTS=$artifacts")
+    again = _plan("portability").split("ATTN_COURSE_ARTIFACTS=$artifacts", 1)[1]
+    assert all(str(path.relative_to(ROOT)) in again for path in sorted(ROOT.glob("notebooks/*.ipynb")))
+    # a learner who already runs on the portable kernels gets the second pass on avx2
+    assert "ATEN_CPU_CAPABILITY=avx2 " in _plan("portability", ATEN_CPU_CAPABILITY="default")
+
+
+def test_make_gpu_check_runs_every_notebook_the_claims_then_the_benchmarks_on_cuda():
     plan = subprocess.run(["make", "-n", "gpu-check"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout
-    checks_cuda, notebooks, bench = (plan.find(s) for s in ("torch.cuda.is_available()", "notebooks",
-                                                            "benchmarks.run --device cuda"))
-    assert -1 < checks_cuda < notebooks < bench, plan
+    steps = ("torch.cuda.is_available()", "notebooks", "attn_course.robustness --device cuda",
+             "benchmarks.run --device cuda")
+    checks_cuda, notebooks, claims, bench = (plan.find(step) for step in steps)
+    assert -1 < checks_cuda < notebooks < claims < bench, plan
     if not (ROOT / ".venv" / ".attn-course-installed").exists():
         pytest.skip("environment not created through the Makefile")
     if torch.cuda.is_available():

@@ -86,6 +86,26 @@ def test_results_table_formats_mean_and_std(quick_results):
     assert all(" ± " in row["bleu"] for row in rows)
 
 
+def test_per_seed_pairs_two_variants_run_by_run(quick_results):
+    results = json.loads(json.dumps(quick_results))
+    runs = results["translation"]["variants"][0]["runs"]
+    runs.reverse()                                           # stored order does not matter: seed order does
+    bleu = X.per_seed(results, "translation", "bahdanau", "bleu")
+    assert bleu == [run["bleu"] for run in sorted(runs, key=lambda run: run["seed"])]
+    assert len(X.per_seed(results, "translation", "local-p-general", "centre_error")) == len(X.QUICK.seeds)
+
+
+def test_per_seed_refuses_a_missing_variant_score_or_seed(quick_results):
+    with pytest.raises(ValueError, match="has no variant 'global-dot'"):
+        X.per_seed(quick_results, "translation", "global-dot", "bleu")
+    with pytest.raises(ValueError, match="no score 'centre_error' in every run"):
+        X.per_seed(quick_results, "translation", "bahdanau", "centre_error")
+    results = json.loads(json.dumps(quick_results))
+    results["translation"]["variants"][0]["runs"].pop()
+    with pytest.raises(ValueError, match="expected the study's seeds"):
+        X.per_seed(results, "translation", "bahdanau", "bleu")
+
+
 def test_load_results_rejects_other_files(tmp_path):
     path = tmp_path / "other.json"
     path.write_text('{"format": "something else"}')

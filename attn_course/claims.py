@@ -1,0 +1,205 @@
+"""The chapters' claims about trained models: each bar written once, checked in a chapter, measured widely.
+
+A chapter that asserts something about a model it trained (a BLEU, an alignment error rate, a gap between
+two models) does it through `check`, which raises AssertionError when the value misses its bar and
+otherwise returns one line to print:
+
+    print(claims.check("ch04.bleu_10_30", bleu_10_30))
+    # claim ch04.bleu_10_30 = 92.31 (bar >= 90): Bahdanau attention, corpus BLEU ... | expected 90.4-94.0
+
+The bars were chosen from `make robustness` (`attn_course.robustness`), which runs every training chapter
+under several seeds, torch CPU kernels and thread counts, reads these lines back from the executed
+notebooks and writes the spread of every claim to results/robustness.json. A bar is set so that the
+*lowest* value over that matrix clears it with a margin; the "expected" range a chapter prints is the one
+measured there, so a learner can tell their own run from a broken one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Where `make robustness` writes the measured spread of every claim (committed).
+ROBUSTNESS_RESULTS = Path(__file__).resolve().parent.parent / "results" / "robustness.json"
+
+#: The line `check` returns, as `attn_course.robustness` reads it back from a notebook's output.
+LINE = re.compile(r"^claim (?P<key>[\w.]+) = (?P<value>[-+0-9.einfa]+) ", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One assertion a chapter makes about a trained model: value >= bar (at_least) or value <= bar."""
+
+    key: str
+    text: str
+    bar: float
+    at_least: bool = True
+
+    @property
+    def chapter(self) -> str:
+        """The chapter's notebook prefix, e.g. "04" for "ch04.bleu_10_30"."""
+        return self.key.split(".")[0].removeprefix("ch")
+
+    @property
+    def relation(self) -> str:
+        return ">=" if self.at_least else "<="
+
+    def margin(self, value: float) -> float:
+        """How far `value` is on the right side of the bar (negative: the claim fails)."""
+        return value - self.bar if self.at_least else self.bar - value
+
+    def holds(self, value: float) -> bool:
+        return not math.isnan(value) and self.margin(value) >= 0
+
+
+def _claims(*claims: Claim) -> dict[str, Claim]:
+    return {claim.key: claim for claim in claims}
+
+
+#: Every claim of the chapters about a trained model, by key ("chNN.name").
+CLAIMS: dict[str, Claim] = _claims(
+    # Chapter 3: the encoder-decoder without attention (experiments.CHAPTER_TRAIN).
+    Claim(
+        "ch03.val_loss_drop",
+        "no attention: validation loss falls from the first epoch to the last (nats per token)",
+        0.3,
+    ),
+    Claim("ch03.bleu_drop_3_9_to_10_19", "no attention: BLEU of 3-9-token sentences minus BLEU of 10-19", 15),
+    Claim(
+        "ch03.bleu_drop_10_19_to_30_40", "no attention: BLEU of 10-19-token sentences minus BLEU of 30-40", 0
+    ),
+    Claim(
+        "ch03.accuracy_smallest_drop",
+        "no attention: smallest fall of teacher-forced next-word accuracy from one length bin to the next",
+        0,
+    ),
+    Claim("ch03.accuracy_drop", "no attention: next-word accuracy, 3-9 tokens minus 30-40 tokens", 0.3),
+    Claim(
+        "ch03.long_overlap",
+        "no attention: share of the words of its translations of 30-40-token sentences that occur in the "
+        "reference",
+        0.6,
+        at_least=False,
+    ),
+    # Chapter 4: Bahdanau attention, same data and training as chapter 3.
+    Claim("ch04.val_loss_ratio", "Bahdanau: validation loss after the first epoch / after the last", 3),
+    Claim(
+        "ch04.test_accuracy", "Bahdanau: argmax alignment accuracy on the test set (output convention)", 0.75
+    ),
+    Claim(
+        "ch04.test_aer",
+        "Bahdanau: alignment error rate on the test set (output convention)",
+        0.25,
+        at_least=False,
+    ),
+    Claim(
+        "ch04.crossing_accuracy",
+        "Bahdanau: share of the test set's crossing gold links whose source word is the one its target word "
+        "attends to most",
+        0.65,
+    ),
+    Claim(
+        "ch04.long_monotone",
+        "Bahdanau: correlation of step and most-attended position, greedy decoding of a 30+ word sentence",
+        0.9,
+    ),
+    Claim(
+        "ch04.gap_widening",
+        "BLEU gap attention - none: smallest gap beyond 10 tokens minus the gap on 3-9 tokens",
+        10,
+    ),
+    Claim("ch04.long_bleu_ratio", "BLEU on 30-40 tokens: Bahdanau / no attention", 2),
+    Claim("ch04.bleu_10_30", "Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens", 90),
+    # Chapter 5: local-p on the reversal task (trained in the chapter).
+    Claim(
+        "ch05.reversal_slope",
+        "local-p on reversal: slope of the window centre p_t against t",
+        -0.8,
+        at_least=False,
+    ),
+    Claim(
+        "ch05.reversal_centre_error", "local-p on reversal: mean |p_t - gold position|", 2.5, at_least=False
+    ),
+    # Chapter 6: decoding.
+    Claim(
+        "ch06.train_loss_ratio",
+        "chapter 6's model: last epoch's training loss / first epoch's",
+        0.15,
+        at_least=False,
+    ),
+    Claim(
+        "ch06.beam_at_least_greedy",
+        "beam search (2, 4 and 8 beams): lowest share of sentences whose "
+        "beam log-probability is at least greedy's",
+        0.95,
+    ),
+    Claim("ch06.beam4_bleu_gain", "corpus BLEU, beam 4 minus greedy", 0),
+    Claim("ch06.first_beams_gain_most", "BLEU gain of beam 2 over greedy minus |BLEU of beam 8 - beam 4|", 0),
+    # Chapter 7: the two models of the explorer.
+    Claim(
+        "ch07.train_loss_ratio",
+        "chapter 7's models: largest last-epoch / first-epoch training loss",
+        0.3,
+        at_least=False,
+    ),
+    Claim("ch07.bleu", "chapter 7's models: lowest test BLEU", 20),
+    Claim(
+        "ch07.aer_convention_gap",
+        "chapter 7's models: smallest AER(input convention) - AER(output convention)",
+        0,
+    ),
+    # Chapter 8: batched decoding gives the one-at-a-time outputs.
+    Claim("ch08.batched_identical", "share of sentences decoded identically batched and one at a time", 0.95),
+)
+
+
+def _format(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def measured(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any] | None:
+    """The spread `make robustness` measured for claim `key` ({"min", "median", "max", "runs", ...}), or None
+    when the results file or the claim is missing."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text(encoding="utf-8"))
+    return results.get("claims", {}).get(key)
+
+
+def expected(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> str:
+    """The range a learner should expect for claim `key`, as measured by `make robustness` (or a note that
+    it has not been measured)."""
+    stats = measured(key, path)
+    if stats is None:
+        return "not measured yet (make robustness)"
+    return f"expected {_format(stats['min'])} to {_format(stats['max'])} over {stats['runs']} runs"
+
+
+def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS) -> str:
+    """Assert that claim `key` holds for `value`; return the line a chapter prints (see the module doc).
+
+    Raises KeyError for an unknown claim, AssertionError when the value misses its bar (NaN always does).
+    """
+    if key not in CLAIMS:
+        raise KeyError(f"claim {key!r} is unknown; the claims are {sorted(CLAIMS)}")
+    claim = CLAIMS[key]
+    value = float(value)
+    line = (
+        f"claim {key} = {_format(value)} (bar {claim.relation} {_format(claim.bar)}): {claim.text} | "
+        f"{expected(key, path)}"
+    )
+    if not claim.holds(value):
+        raise AssertionError(
+            f"{line}\nThe claim fails: {_format(value)} is not {claim.relation} {_format(claim.bar)}."
+        )
+    return line
+
+
+def read_lines(text: str) -> dict[str, float]:
+    """The claims checked in a notebook's output text, {key: value}, as `check` printed them."""
+    return {match["key"]: float(match["value"]) for match in LINE.finditer(text)}
