@@ -5,7 +5,7 @@ two models) does it through `check`, which raises AssertionError when the value 
 otherwise returns one line to print:
 
     print(claims.check("ch04.bleu_10_30", bleu_10_30))
-    # claim ch04.bleu_10_30 = 92.31 (bar >= 90): Bahdanau attention, corpus BLEU ... | expected 90.4-94.0
+    # claim ch04.bleu_10_30 = <value> (bar >= 90): Bahdanau: ... | expected <min> to <max> over <N> runs
 
 The bars were chosen from `make robustness` (`attn_course.robustness`), which runs every training chapter
 under several seeds, torch CPU kernels and thread counts, reads these lines back from the executed
