@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +70,18 @@ def artifacts_dir() -> Path:
     trains its own models instead of loading the first run's."""
     value = os.environ.get(ARTIFACTS_VARIABLE)
     return Path(value) if value else Path(__file__).resolve().parent.parent / "artifacts"
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run a block with `model` in evaluation mode (dropout off), then restore the mode it had.
+
+    The mode is restored even when the block raises, so a failed decode in a notebook never leaves a model
+    training without dropout or evaluating with it.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
