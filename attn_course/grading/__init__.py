@@ -1,0 +1,42 @@
+"""Grade a class's exercise notebooks safely: ``attn-course grade SUBMISSION... --out grades.csv``.
+
+For each submission, this process (the grader) never runs a line of the learner's code:
+
+1. it reads the notebook as JSON and finds the exercise cells: a cell that starts with the marker
+   ``# EXERCISE ch1.q2``, else one whose metadata says ``{"attn_course": {"exercise": "ch1.q2"}}``, else a
+   code cell that defines the exercise's function or class at top level;
+2. it builds each exercise's cases with its own `attn_course.checks` (plus the instructor's hidden ones) and
+   writes their inputs to a job folder;
+3. a fresh Python process -- the sandbox, with a memory cap, a file-size cap, a per-cell and a total
+   timeout -- runs the chapter's imports, then only the learner's exercise cells, then calls the learner's
+   functions on the inputs, and writes back plain data (tensors, numbers, strings) and a journal of its steps;
+4. the grader reads that data with ``torch.load(weights_only=True)`` and judges it with its own checks.
+
+So editing or deleting check cells, or monkeypatching ``attn_course.checks`` or torch inside the notebook,
+changes nothing: the checks that judge never share a process with the learner's code. A step that kills the
+sandbox (``os._exit``, a signal, a hang past its deadline) costs only its exercise: the grader notes why,
+starts a fresh sandbox without that step, and carries on. The submission files are only ever read.
+
+The modules, in the order a submission meets them: `records` (limits, steps, grades), `reading` (1),
+`judging` (2 and 4), `sandbox` (3, the grader's side), `sandbox_child` (3, inside the sandbox) and
+`gradebook` (a batch, the CSV and the feedback files).
+"""
+
+from attn_course.grading.gradebook import collect, grade, write_feedback, write_gradebook
+from attn_course.grading.judging import check_hidden, grade_submission
+from attn_course.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
+from attn_course.grading.sandbox import Sandboxes
+
+__all__ = [
+    "ExerciseGrade",
+    "Limits",
+    "Sandboxes",
+    "Step",
+    "SubmissionGrade",
+    "check_hidden",
+    "collect",
+    "grade",
+    "grade_submission",
+    "write_feedback",
+    "write_gradebook",
+]
