@@ -17,9 +17,17 @@ import pytest
 
 from attn_course import checks
 from attn_course.cli import main
-from attn_course.grading import Limits, Sandboxes, Step, check_hidden, grade, grade_submission
+from attn_course.grading import (
+    Limits,
+    Sandboxes,
+    Step,
+    SubmissionGrade,
+    check_hidden,
+    grade,
+    grade_submission,
+)
 from attn_course.grading.reading import exercise_cells
-from attn_course.grading.sandbox import read_journal
+from attn_course.grading.sandbox import overrun, read_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
@@ -138,7 +146,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
         calls += 1
         return run(self, *args, **kwargs)
 
-    def progress(result: object) -> None:
+    def progress(result: SubmissionGrade) -> None:
         nonlocal calls
         sandbox_runs[result.student], calls = calls, 0
 
@@ -455,3 +463,13 @@ def test_exercise_cells_are_found_by_marker_metadata_or_definition() -> None:
 def test_limits_refuse_values_that_are_not_positive(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"{field} must be"):
         Limits(**{field: value})
+
+
+def test_the_watcher_kills_a_step_past_its_grace_and_a_submission_past_its_deadline() -> None:
+    limits = Limits(cell_timeout=3.0, total_timeout=40.0)  # grace: 2 s past the step's own timer
+    started, deadline = 100.0, 140.0  # a fake clock: the step started at 100 s, the submission at 100 s
+    assert overrun(started, now=104.9, deadline=deadline, limits=limits) is None
+    assert overrun(started, now=105.1, deadline=deadline, limits=limits) == "step"
+    assert overrun(None, now=139.9, deadline=deadline, limits=limits) is None
+    assert overrun(None, now=140.1, deadline=deadline, limits=limits) == "total"
+    assert overrun(139.0, now=140.1, deadline=deadline, limits=limits) == "total"

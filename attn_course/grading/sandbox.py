@@ -133,6 +133,17 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def overrun(step_started: float | None, now: float, deadline: float, limits: Limits) -> str | None:
+    """Why the grader must kill a sandbox at time `now`: "step" if the running step (started at
+    `step_started`, None between steps) overran its timer by more than the grace the sandbox has to stop
+    it itself, "total" if the submission's deadline passed, else None. Times in seconds, one clock."""
+    if step_started is not None and now - step_started > limits.cell_timeout + _GRACE:
+        return "step"
+    if now > deadline:
+        return "total"
+    return None
+
+
 class Sandboxes:
     """Starts sandboxes for the grader, fast: a fork server imports torch once, then forks one fresh,
     limited process per run. Use as a context manager; `run` restarts the server if a submission killed it."""
@@ -216,25 +227,18 @@ class Sandboxes:
         returncode is None when the sandbox's end could not be observed (it killed the fork server).
         """
         pid = self._fork(job_dir)
-        journal, killed_for, seen, current = job_dir / "journal.jsonl", None, 0, None
+        journal, killed_for, seen, step_started = job_dir / "journal.jsonl", None, 0, None
         try:
             while True:
                 ended, returncode = self._ended(pid)
                 if ended:
                     return returncode, killed_for
                 events = read_journal(journal)
-                for step, event in events[seen:]:
-                    current = (step, time.monotonic()) if event.get("event") == "start" else None
+                for _, event in events[seen:]:  # when the running step started, as this process saw it
+                    step_started = time.monotonic() if event.get("event") == "start" else None
                 seen = len(events)
-                now = time.monotonic()
-                if (
-                    killed_for is None
-                    and current is not None
-                    and now - current[1] > limits.cell_timeout + _GRACE
-                ):
-                    killed_for = "step"
-                elif killed_for is None and now > deadline:
-                    killed_for = "total"
+                if killed_for is None:
+                    killed_for = overrun(step_started, time.monotonic(), deadline, limits)
                 if killed_for:
                     _kill_group(pid)
         finally:
