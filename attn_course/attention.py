@@ -23,9 +23,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.masking import _masked_softmax
+from attn_course.masking import masked_softmax_unchecked
 from attn_course.scoring import additive_scores, dot_scores, location_scores
-from attn_course.shapes import check_floating, check_shape, check_valid_lens
+from attn_course.validation import check_floating, check_positive_int, check_shape, check_valid_lens
 
 LUONG_SCORES = ("dot", "general", "concat", "location")
 
@@ -45,12 +45,6 @@ class Memory(NamedTuple):
     values: torch.Tensor
     valid_lens: torch.Tensor | None
     projected_keys: torch.Tensor | None
-
-
-def _check_size(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 class _Attention(nn.Module, ABC):
@@ -88,7 +82,7 @@ class _Attention(nn.Module, ABC):
         check_floating("values", values)
         check_shape("values", values, {"batch_size": batch_size, "num_keys": num_keys, "value_size": None})
         self._check_num_keys(num_keys)
-        valid_lens = check_valid_lens(valid_lens, batch_size, None, num_keys)
+        valid_lens = check_valid_lens(valid_lens, batch_size, None, num_keys, low=0)
         if valid_lens is not None:
             valid_lens = valid_lens.to(values.device)
         return Memory(keys, values, valid_lens, self._project_keys(keys))
@@ -117,7 +111,7 @@ class _Attention(nn.Module, ABC):
         self, queries: torch.Tensor, memory: Memory, lens_name: str
     ) -> tuple[torch.Tensor, torch.Tensor]:
         self._check_queries(queries, memory, lens_name)
-        weights = _masked_softmax(self._scores(queries, memory), memory.valid_lens)
+        weights = masked_softmax_unchecked(self._scores(queries, memory), memory.valid_lens)
         return torch.bmm(self.dropout(weights), memory.values), weights
 
     def _check_queries(self, queries: torch.Tensor, memory: Memory, lens_name: str) -> None:
@@ -130,7 +124,13 @@ class _Attention(nn.Module, ABC):
         check_shape("queries", queries, {"batch_size": batch_size, "num_queries": None, size_name: size})
         # The values were checked by prepare; here only the shape, since num_queries is known only now.
         check_valid_lens(
-            memory.valid_lens, batch_size, queries.shape[1], num_keys, name=lens_name, check_values=False
+            memory.valid_lens,
+            batch_size,
+            queries.shape[1],
+            num_keys,
+            low=0,
+            name=lens_name,
+            check_values=False,
         )
 
     def forward(
@@ -183,8 +183,10 @@ class AdditiveAttention(_Attention):
     """
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
-        super().__init__(dropout, _check_size("query_size", query_size), _check_size("key_size", key_size))
-        _check_size("num_hiddens", num_hiddens)
+        super().__init__(
+            dropout, check_positive_int("query_size", query_size), check_positive_int("key_size", key_size)
+        )
+        check_positive_int("num_hiddens", num_hiddens)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -223,18 +225,20 @@ class LuongAttention(_Attention):
     ) -> None:
         if score not in LUONG_SCORES:
             raise ValueError(f"score must be one of {', '.join(map(repr, LUONG_SCORES))}, got {score!r}")
-        super().__init__(dropout, _check_size("query_size", query_size), _check_size("key_size", key_size))
+        super().__init__(
+            dropout, check_positive_int("query_size", query_size), check_positive_int("key_size", key_size)
+        )
         self.score = score
         if score == "concat":
             if num_hiddens is None:
                 raise ValueError("score='concat' needs num_hiddens (the output size of W_a), got None")
-            _check_size("num_hiddens", num_hiddens)
+            check_positive_int("num_hiddens", num_hiddens)
         elif num_hiddens is not None:
             raise ValueError(f"num_hiddens is only used by score='concat', got num_hiddens={num_hiddens!r}")
         if score == "location":
             if max_len is None:
                 raise ValueError("score='location' needs max_len (the most source positions it can score)")
-            _check_size("max_len", max_len)
+            check_positive_int("max_len", max_len)
         elif max_len is not None:
             raise ValueError(f"max_len is only used by score='location', got max_len={max_len!r}")
         self.max_len = max_len

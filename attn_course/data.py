@@ -29,8 +29,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from attn_course import toy_french
+from attn_course.validation import check_int, check_positive_int
 
 Link = tuple[int, int]
+"""A word alignment link (src_index, tgt_index), 0-based into an Example's src and tgt tokens."""
 FRA_ENG_PATH = Path(__file__).resolve().parent.parent / "data" / "fra-eng" / "fra.txt"
 FRA_ENG_SOURCES = (
     "https://www.manythings.org/anki/fra-eng.zip (Tatoeba sentence pairs; fra.txt inside)",
@@ -88,14 +90,12 @@ def _describe(value) -> str:
 
 
 def _check_count(num_pairs, name: str = "num_pairs") -> None:
-    if isinstance(num_pairs, bool) or not isinstance(num_pairs, int) or num_pairs < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {num_pairs!r}")
+    check_int(name, num_pairs, low=0)
 
 
 def _check_lengths(min_len, max_len, smallest: int = 1) -> None:
     for name, value in (("min_len", min_len), ("max_len", max_len)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{name} must be an int, got {value!r}")
+        check_int(name, value)
     if not 1 <= min_len <= max_len:
         raise ValueError(f"expected 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
     if max_len < smallest:
@@ -122,8 +122,7 @@ def _symbols(vocab_size: int) -> list[str]:
 
 
 def _check_vocab_size(vocab_size) -> None:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be an int >= 1, got {vocab_size!r}")
+    check_positive_int("vocab_size", vocab_size)
 
 
 def copy_task(num_pairs: int, *, min_len: int = 3, max_len: int = 20, vocab_size: int = 20,
@@ -209,8 +208,7 @@ def date_task(num_pairs: int, *, first_year: int = 1900, last_year: int = 2099,
     """
     _check_count(num_pairs)
     for name, value in (("first_year", first_year), ("last_year", last_year)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{name} must be an int, got {value!r}")
+        check_int(name, value)
     if not 1000 <= first_year <= last_year <= 9999:
         raise ValueError(f"expected 1000 <= first_year <= last_year <= 9999, got {first_year}, {last_year}")
     names = tuple(DATE_FORMATS) if formats is None else tuple(formats)
@@ -309,8 +307,7 @@ class Vocab:
 
     def __init__(self, tokens: Sequence = (), min_freq: int = 0,
                  reserved_tokens: Sequence[str] | None = None):
-        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 0:
-            raise ValueError(f"min_freq must be an int >= 0, got {min_freq!r}")
+        check_int("min_freq", min_freq, low=0)
         if isinstance(tokens, str):
             raise ValueError("tokens must be a list of tokens or a list of token lists, got one str")
         tokens = list(tokens)
@@ -478,8 +475,7 @@ class BucketBatchSampler(Sampler):
     def __init__(self, lengths: Sequence[tuple[int, int]], batch_size: int, *, shuffle: bool = True,
                  seed: int = 0, pool_size: int = 50, drop_last: bool = False):
         for name, value in (("batch_size", batch_size), ("pool_size", pool_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            check_positive_int(name, value)
         self.lengths = list(lengths)
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.pool_size, self.drop_last = pool_size, drop_last

@@ -20,7 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from attn_course.attention import AdditiveAttention, LuongAttention, Memory
-from attn_course.encoders import CELLS, EncoderOutput, RNNState, check_tokens
+from attn_course.encoders import CELLS, EncoderOutput, RNNState
+from attn_course.masking import softmax_excluding
+from attn_course.validation import check_positive_int, check_probability, check_tokens
 
 LUONG_ALIGNMENTS = ("global", "local-m", "local-p")
 
@@ -78,10 +80,8 @@ class Decoder(nn.Module, ABC):
             raise ValueError(f"cell={cell!r}, expected one of {sorted(CELLS)}")
         for name, value in [("vocab_size", vocab_size), ("embed_size", embed_size),
                             ("num_hiddens", num_hiddens), ("num_layers", num_layers), ("enc_size", enc_size)]:
-            if value < 1:
-                raise ValueError(f"{name}={value}, expected a positive integer")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout={dropout}, expected a probability in [0, 1)")
+            check_positive_int(name, value)
+        check_probability("dropout", dropout, allow_one=False)
         # The constructor's arguments, so a checkpoint can rebuild the module; subclasses add theirs.
         self.hparams = {"vocab_size": vocab_size, "embed_size": embed_size, "num_hiddens": num_hiddens,
                         "num_layers": num_layers, "enc_size": enc_size, "cell": cell, "dropout": dropout,
@@ -274,8 +274,7 @@ class LuongDecoder(Decoder):
                  cell: str = "gru", dropout: float = 0.0, pad: int = 0):
         if attention not in LUONG_ALIGNMENTS:
             raise ValueError(f"attention={attention!r}, expected one of {LUONG_ALIGNMENTS}")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"window={window!r}, expected a positive int D (the window [p_t - D, p_t + D])")
+        check_positive_int("window", window)  # D, the half-width of the window [p_t - D, p_t + D]
         if score == "dot" and num_hiddens != enc_size:
             raise ValueError(f"score='dot' needs num_hiddens == enc_size, got num_hiddens={num_hiddens}, "
                              f"enc_size={enc_size} (a bidirectional encoder doubles enc_size)")
@@ -327,9 +326,7 @@ class LuongDecoder(Decoder):
         positions = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
         distance = positions[None, None] - centres[..., None]                # s - p_t: (B, Q, S)
         outside = (distance.abs() > self.window) | (positions >= memory.valid_lens[:, None, None])
-        dtype = torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype
-        filled = scores.to(dtype).masked_fill(outside, torch.finfo(dtype).min)
-        weights = torch.softmax(filled, -1).masked_fill(outside, 0.0).to(scores.dtype)
+        weights = softmax_excluding(scores, outside)
         if self.alignment == "local-p":
             sigma = self.window / 2
             weights = weights * torch.exp(-distance.square() / (2 * sigma**2))

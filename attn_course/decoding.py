@@ -19,8 +19,9 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from attn_course.encoders import check_tokens, check_valid_lens
+from attn_course.runtime import eval_mode
 from attn_course.seq2seq import Seq2Seq
+from attn_course.validation import check_int, check_positive_int, check_tensor, check_tokens, check_valid_lens
 
 LENGTH_NORMS = ("power", "gnmt")
 
@@ -76,15 +77,15 @@ def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int,
     result does not depend on the sentences it is batched with.
     """
     check_tokens("src", src)
-    check_valid_lens(src_valid_lens, src.shape[0], src.shape[1], "src_valid_lens")
+    check_tensor("src_valid_lens", src_valid_lens)
+    check_valid_lens(src_valid_lens, src.shape[0], None, src.shape[1], low=1, per_query=False,
+                     name="src_valid_lens")
     vocab_size = model.decoder.vocab_size
     for name, value in (("bos", bos), ("eos", eos)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab_size:
-            raise ValueError(f"{name}={value!r}, expected a token id in [0, {vocab_size})")
+        check_int(name, value, low=0, high=vocab_size - 1)  # a token id
     if max_len is None:
         return [2 * int(n) + 10 for n in src_valid_lens.tolist()]
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len={max_len!r}, expected a positive int (the most tokens to generate)")
+    check_positive_int("max_len", max_len)  # the most tokens to generate
     return [max_len] * src.shape[0]
 
 
@@ -103,9 +104,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
     """
     limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
     max_len = max(limits)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         device = _model_device(model)
         src, src_valid_lens = src.to(device), src_valid_lens.to(device)
         batch_size, num_keys = src.shape
@@ -134,8 +133,6 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
                     break
                 active, y, state = active[keep], y[keep], state.index_select(keep)
         return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
-    finally:
-        model.train(was_training)
 
 
 def _greedy_results(tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
@@ -171,17 +168,12 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     Returns one Hypothesis per sentence, in order.
     """
     limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size={beam_size!r}, expected a positive int")
+    check_positive_int("beam_size", beam_size)
     if length_norm not in LENGTH_NORMS:
         raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size, length_penalty_alpha,
                             length_norm)
-    finally:
-        model.train(was_training)
 
 
 def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
@@ -288,8 +280,7 @@ def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_voca
     for i, tokens in enumerate(token_lists):
         if not tokens or not all(isinstance(t, str) for t in tokens):
             raise ValueError(f"sentences[{i}] is {sentences[i]!r}, expected a non-empty list of str tokens")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}, expected a positive int")
+    check_positive_int("batch_size", batch_size)
     order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
     results: list[Translation | None] = [None] * len(token_lists)
     for start in range(0, len(order), batch_size):

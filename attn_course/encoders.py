@@ -12,6 +12,14 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attn_course.validation import (
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    check_tokens,
+    check_valid_lens,
+)
+
 RNNState = Tensor | tuple[Tensor, Tensor]
 """A recurrent state: (num_layers, batch_size, num_hiddens) for a GRU, the pair (h, c) for an LSTM."""
 
@@ -30,31 +38,6 @@ class EncoderOutput(NamedTuple):
     outputs: Tensor
     state: RNNState
     valid_lens: Tensor
-
-
-def check_tokens(name: str, tokens: Tensor, batch_size: int | None = None) -> None:
-    """Raise ValueError unless ``tokens`` is a 2-D integer tensor (batch_size, length)."""
-    if not isinstance(tokens, Tensor) or tokens.dim() != 2:
-        shape = tuple(tokens.shape) if isinstance(tokens, Tensor) else type(tokens).__name__
-        raise ValueError(f"{name} has shape {shape}, expected (batch_size, num_steps)")
-    if tokens.dtype.is_floating_point or tokens.dtype == torch.bool or tokens.is_complex():
-        raise ValueError(f"{name} has dtype {tokens.dtype}, expected an integer dtype (token ids)")
-    if batch_size is not None and tokens.shape[0] != batch_size:
-        raise ValueError(f"{name} has shape {tuple(tokens.shape)}, expected batch_size = {batch_size} rows")
-
-
-def check_valid_lens(valid_lens: Tensor, batch_size: int, max_len: int, name: str = "valid_lens") -> None:
-    """Raise ValueError unless ``valid_lens`` is (batch_size,) integer with 1 <= value <= max_len."""
-    if not isinstance(valid_lens, Tensor) or tuple(valid_lens.shape) != (batch_size,):
-        shape = tuple(valid_lens.shape) if isinstance(valid_lens, Tensor) else type(valid_lens).__name__
-        raise ValueError(f"{name} has shape {shape}, expected (batch_size,) = ({batch_size},)")
-    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool:
-        raise ValueError(f"{name} has dtype {valid_lens.dtype}, expected an integer dtype")
-    if batch_size and (int(valid_lens.min()) < 1 or int(valid_lens.max()) > max_len):
-        raise ValueError(
-            f"{name} must lie in [1, {max_len}] (the padded length), got min {int(valid_lens.min())} "
-            f"and max {int(valid_lens.max())}"
-        )
 
 
 class Encoder(nn.Module):
@@ -87,10 +70,8 @@ class Encoder(nn.Module):
             raise ValueError(f"cell={cell!r}, expected one of {sorted(CELLS)}")
         for name, value in [("vocab_size", vocab_size), ("embed_size", embed_size),
                             ("num_hiddens", num_hiddens), ("num_layers", num_layers)]:
-            if value < 1:
-                raise ValueError(f"{name}={value}, expected a positive integer")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout={dropout}, expected a probability in [0, 1)")
+            check_positive_int(name, value)
+        check_probability("dropout", dropout, allow_one=False)
         # The constructor's arguments, so a checkpoint can rebuild the module (attn_course.training).
         self.hparams = {"vocab_size": vocab_size, "embed_size": embed_size, "num_hiddens": num_hiddens,
                         "num_layers": num_layers, "cell": cell, "bidirectional": bidirectional,
@@ -123,7 +104,9 @@ class Encoder(nn.Module):
         """
         check_tokens("src", src)
         batch_size, num_steps = src.shape
-        check_valid_lens(src_valid_lens, batch_size, num_steps, "src_valid_lens")
+        check_tensor("src_valid_lens", src_valid_lens)  # refuses None: every sentence has a length
+        check_valid_lens(src_valid_lens, batch_size, None, num_steps, low=1, per_query=False,
+                         name="src_valid_lens")
         X = self.dropout(self.embedding(src))
         packed = pack_padded_sequence(X, src_valid_lens.cpu(), batch_first=True, enforce_sorted=False)
         packed_outputs, final = self.rnn(packed)

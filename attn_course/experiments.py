@@ -60,9 +60,10 @@ from attn_course.metrics import (
     corpus_bleu,
     exact_match,
 )
-from attn_course.runtime import artifacts_dir, get_device, seed_everything
+from attn_course.runtime import artifacts_dir, eval_mode, get_device, seed_everything
 from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import History, evaluate_loss, load_checkpoint, save_checkpoint, train
+from attn_course.validation import check_positive_int
 
 RESULTS_FORMAT = "attn_course.experiments/1"
 
@@ -386,17 +387,13 @@ def forced_attention(model: Seq2Seq, examples: Sequence[Example], data: TaskData
     if not model.decoder.has_attention:
         raise ValueError(f"a {type(model.decoder).__name__} has no attention to align with")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     results: list[torch.Tensor | None] = [None] * len(examples)
-    try:
+    with eval_mode(model):
         for chunk, part in _batches(examples, batch_size):
             batch = make_batch(part, data.src_vocab, data.tgt_vocab).to(device)
             _, attention = model(batch.src, batch.src_valid_lens, batch.tgt_in)
             for k, (i, example) in enumerate(zip(chunk, part, strict=True)):
                 results[i] = attention[k, : len(example.tgt) + 1, : len(example.src) + 1].float().cpu()
-    finally:
-        model.train(was_training)
     return results
 
 
@@ -450,10 +447,8 @@ def window_centres(model: Seq2Seq, examples: Sequence[Example], data: TaskData) 
     if not isinstance(decoder, LuongDecoder) or decoder.alignment == "global":
         raise ValueError("window_centres needs a LuongDecoder with attention='local-m' or 'local-p'")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     results: list[torch.Tensor | None] = [None] * len(examples)
-    try:
+    with eval_mode(model):
         for chunk, part in _batches(examples, 128):
             batch = make_batch(part, data.src_vocab, data.tgt_vocab).to(device)
             state = decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
@@ -465,8 +460,6 @@ def window_centres(model: Seq2Seq, examples: Sequence[Example], data: TaskData) 
             centres = torch.stack(centres, 1).float().cpu()                      # (B, T)
             for k, (i, example) in enumerate(zip(chunk, part, strict=True)):
                 results[i] = centres[k, : len(example.tgt) + 1]
-    finally:
-        model.train(was_training)
     return results
 
 
@@ -593,8 +586,7 @@ def run_study(config: StudyConfig, *, workers: int = 2, progress: bool = True) -
     Returns the JSON-ready results: config, environment, runtime, and per task the per-seed runs and
     their mean ± std per variant.
     """
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r}, expected a positive int")
+    check_positive_int("workers", workers)
     jobs = [(task, getattr(config, task), variant, seed)
             for task in ("translation", "reversal")
             for variant in getattr(config, task).variants

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from attn_course.shapes import check_floating, check_shape, check_tensor, check_valid_lens
+from attn_course.validation import check_floating, check_shape, check_tensor, check_valid_lens
 
 _HALF_DTYPES = (torch.float16, torch.bfloat16)
 
@@ -30,7 +30,7 @@ def sequence_mask(X: torch.Tensor, valid_len: torch.Tensor, value: float = 0) ->
             f"X has shape {tuple(X.shape)}, expected (batch_size, maxlen, ...) with 2+ dimensions"
         )
     check_shape("valid_len", valid_len, {"batch_size": X.shape[0]})
-    check_valid_lens(valid_len, X.shape[0], None, X.shape[1], name="valid_len")
+    check_valid_lens(valid_len, X.shape[0], None, X.shape[1], low=0, name="valid_len")
     positions = torch.arange(X.shape[1], device=X.device)
     padding = positions >= valid_len.to(X.device)[:, None]  # (batch_size, maxlen)
     padding = padding.view(*padding.shape, *([1] * (X.dim() - 2)))
@@ -55,21 +55,34 @@ def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None = None)
     if scores.dim() != 3:
         expected = "3 dimensions (batch_size, num_queries, num_keys)"
         raise ValueError(f"scores has shape {tuple(scores.shape)}, expected {expected}")
-    valid_lens = check_valid_lens(valid_lens, *scores.shape)
+    valid_lens = check_valid_lens(valid_lens, *scores.shape, low=0)
     if valid_lens is not None:
         valid_lens = valid_lens.to(scores.device)
-    return _masked_softmax(scores, valid_lens)
+    return masked_softmax_unchecked(scores, valid_lens)
 
 
-def _masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None) -> torch.Tensor:
-    """masked_softmax without the checks, for callers that validated once (attention modules)."""
-    work_dtype = torch.float32 if scores.dtype in _HALF_DTYPES else scores.dtype
+def masked_softmax_unchecked(scores: torch.Tensor, valid_lens: torch.Tensor | None) -> torch.Tensor:
+    """masked_softmax without the checks, for callers that validated once (attention modules).
+
+    valid_lens must already be on the device of `scores`.
+    """
     if valid_lens is None:
+        work_dtype = torch.float32 if scores.dtype in _HALF_DTYPES else scores.dtype
         return F.softmax(scores, dim=-1, dtype=work_dtype).to(scores.dtype)
     # (batch, 1, 1) or (batch, num_queries, 1) against (num_keys,): broadcasting builds the mask directly.
     lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[..., None]
     padding = torch.arange(scores.shape[-1], device=scores.device) >= lens
-    # The most negative *finite* value, not -inf: an all-padding row then softmaxes to a uniform row
+    return softmax_excluding(scores, padding)
+
+
+def softmax_excluding(scores: torch.Tensor, excluded: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis that gives exactly 0 weight wherever `excluded` is True; no checks.
+
+    scores: (..., num_keys) floating; excluded: bool, broadcastable to `scores` (padding, or a local
+    attention window's outside). Returns weights like `scores`; a row excluded everywhere is all 0.
+    """
+    work_dtype = torch.float32 if scores.dtype in _HALF_DTYPES else scores.dtype
+    # The most negative *finite* value, not -inf: an all-excluded row then softmaxes to a uniform row
     # (finite, no NaN anywhere, even in the backward pass) before being zeroed below.
-    filled = scores.to(work_dtype).masked_fill(padding, torch.finfo(work_dtype).min)
-    return F.softmax(filled, dim=-1).masked_fill(padding, 0.0).to(scores.dtype)
+    filled = scores.to(work_dtype).masked_fill(excluded, torch.finfo(work_dtype).min)
+    return F.softmax(filled, dim=-1).masked_fill(excluded, 0.0).to(scores.dtype)

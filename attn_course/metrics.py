@@ -26,7 +26,9 @@ import numpy as np
 import torch
 from sacrebleu.metrics import BLEU
 
-Link = tuple[int, int]
+from attn_course.data import Link
+from attn_course.validation import check_int, check_positive_int
+
 Sentence = str | Sequence[str]
 
 #: The sacrebleu settings behind every `corpus_bleu` number in the course (see the module docstring).
@@ -101,8 +103,7 @@ def d2l_bleu(pred_seq: Sentence, label_seq: Sentence, k: int) -> float:
     n-gram precision and n stops at the prediction length. Unlike corpus BLEU the n-gram weights are
     1/2**n, so short n-grams count more. An empty prediction scores 0.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k is {k!r}, expected a positive int (the longest n-gram order)")
+    check_positive_int("k", k)  # the longest n-gram order
     pred = pred_seq.split(" ") if isinstance(pred_seq, str) else _tokens(pred_seq, "pred_seq")
     label = label_seq.split(" ") if isinstance(label_seq, str) else _tokens(label_seq, "label_seq")
     len_pred, len_label = len(pred), len(label)
@@ -223,15 +224,13 @@ def _link_set(links: Iterable[Link], name: str) -> set[Link]:
         raise ValueError(f"{name} is a {kind}, expected a collection of (src_index, tgt_index) links")
     result = set()
     for link in links:
-        if not (
-            isinstance(link, tuple)
-            and len(link) == 2
-            and all(isinstance(x, int | np.integer) and not isinstance(x, bool) and x >= 0 for x in link)
-        ):
+        if not (isinstance(link, tuple) and len(link) == 2):
             raise ValueError(
                 f"{name} contains {link!r}, expected (src_index, tgt_index) pairs of non-negative ints"
             )
-        result.add((int(link[0]), int(link[1])))
+        src_index = check_int(f"the src_index of {link!r} in {name}", link[0], low=0)
+        tgt_index = check_int(f"the tgt_index of {link!r} in {name}", link[1], low=0)
+        result.add((src_index, tgt_index))
     return result
 
 

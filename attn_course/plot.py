@@ -23,7 +23,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-Link = tuple[int, int]
+from attn_course.data import Link
+from attn_course.validation import check_positive_int
 
 #: Colours the course uses for overlays: gold links and the highlighted decoder step.
 SURE_COLOR = "#1f77b4"
@@ -235,8 +236,8 @@ def loss_figure(train_loss: Sequence[float], val_loss: Sequence[float] = (), *, 
     for name, values in (("train_loss", train_loss), ("val_loss", val_loss)):
         if not all(np.isfinite(float(v)) for v in values):
             raise ValueError(f"{name} has a non-finite value: {list(values)}")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs={epochs!r}, expected a positive int or None")
+    if epochs is not None:
+        check_positive_int("epochs", epochs)
     fig, (ax,) = new_figure(5, 3)
     fig.subplots_adjust(left=0.15, bottom=0.17, right=0.97, top=0.88)
     last = max(len(train_loss), len(val_loss), epochs or 0, 1)

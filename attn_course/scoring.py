@@ -15,7 +15,7 @@ import math
 import torch
 from torch.nn import functional as F
 
-from attn_course.shapes import check_floating, check_shape
+from attn_course.validation import check_floating, check_shape
 
 
 def _check_queries_keys(queries: torch.Tensor, keys: torch.Tensor, same_size: bool = False) -> None:

@@ -21,8 +21,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from attn_course.runtime import get_device, seed_everything
+from attn_course.runtime import eval_mode, get_device, seed_everything
 from attn_course.seq2seq import Seq2Seq
+from attn_course.validation import check_int, check_number
 
 CHECKPOINT_FORMAT = "attn_course.seq2seq/1"
 
@@ -106,15 +107,14 @@ class History:
 def evaluate_loss(model: Seq2Seq, loader: Iterable, *, device: torch.device | str | None = None) -> float:
     """Mean cross-entropy per real target token over a whole loader (teacher forcing, eval mode)."""
     device = get_device() if device is None else torch.device(device)
-    was_training = model.training
-    model.to(device).eval()
+    model.to(device)
     total, tokens = 0.0, 0
-    for batch in loader:
-        src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
-        logits, _ = model(src, src_valid_lens, tgt_in)
-        total += float(masked_cross_entropy(logits, tgt_out, tgt_valid_lens, reduction="sum"))
-        tokens += int(tgt_valid_lens.sum())
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in loader:
+            src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
+            logits, _ = model(src, src_valid_lens, tgt_in)
+            total += float(masked_cross_entropy(logits, tgt_out, tgt_valid_lens, reduction="sum"))
+            tokens += int(tgt_valid_lens.sum())
     if tokens == 0:
         raise ValueError("loader yielded no target tokens: cannot average the loss")
     return total / tokens
@@ -147,12 +147,11 @@ def train(
     val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
     epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
     """
-    if not isinstance(epochs, int) or epochs < 0:
-        raise ValueError(f"epochs={epochs!r}, expected a non-negative int")
-    if clip is not None and clip <= 0:
-        raise ValueError(f"clip={clip}, expected a positive gradient norm or None")
-    if lr_decay is not None and (isinstance(lr_decay, bool) or not 0 < lr_decay <= 1):
-        raise ValueError(f"lr_decay={lr_decay!r}, expected a factor in (0, 1] or None")
+    check_int("epochs", epochs, low=0)
+    if clip is not None:
+        check_number("clip", clip, low=0, low_open=True)  # a gradient norm
+    if lr_decay is not None:
+        check_number("lr_decay", lr_decay, low=0, high=1, low_open=True)  # a factor per epoch
     if seed is not None:
         seed_everything(seed)
     device = get_device() if device is None else torch.device(device)

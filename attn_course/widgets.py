@@ -31,7 +31,9 @@ from attn_course.decoding import beam_search, greedy_decode
 from attn_course.masking import masked_softmax
 from attn_course.metrics import CONVENTIONS, alignment_error_rate, attention_to_links
 from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
+from attn_course.runtime import eval_mode
 from attn_course.scoring import additive_scores, dot_scores, general_scores
+from attn_course.validation import check_int, check_number, check_positive_int
 
 #: Resolution of the widgets' figures: 90 dots per inch, shown at exactly that many pixels (no rescaling).
 DPI = 90
@@ -63,10 +65,7 @@ def apply_temperature(
     past `valid_len`, and positions whose weight was exactly 0 (padding, a local-attention window), keep
     weight exactly 0 at every temperature; a row that was all 0 stays all 0.
     """
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature > 0:
-        raise ValueError(f"temperature is {temperature!r}, expected a positive number")
-    if not math.isfinite(temperature):
-        raise ValueError(f"temperature is {temperature!r}, expected a finite number")
+    check_number("temperature", temperature, low=0, low_open=True)
     w = torch.as_tensor(weights).detach().to("cpu", torch.float64)
     if w.dim() != 2:
         raise ValueError(f"weights has shape {tuple(w.shape)}, expected (num_steps, num_keys)")
@@ -429,10 +428,9 @@ class AttentionExplorer:
             raise ValueError(f"mode is {mode!r}, expected one of {MODES}")
         if convention not in CONVENTIONS:
             raise ValueError(f"convention is {convention!r}, expected one of {CONVENTIONS}")
-        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 2 <= beam_size <= 16:
-            raise ValueError(f"beam_size is {beam_size!r}, expected an int in [2, 16]")
-        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1):
-            raise ValueError(f"max_len is {max_len!r}, expected a positive int or None")
+        check_int("beam_size", beam_size, low=2, high=16)
+        if max_len is not None:
+            check_positive_int("max_len", max_len)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.max_len, self.tokenize = max_len, tokenize
 
@@ -603,9 +601,7 @@ class AttentionExplorer:
         src = torch.tensor([src_ids], device=device)
         src_valid_lens = torch.tensor([len(src_ids)], device=device)
         predicted = None
-        was_training = model.training
-        model.eval()
-        try:
+        with eval_mode(model):
             with torch.no_grad():
                 if mode == "reference":
                     tgt_in = torch.tensor(
@@ -620,8 +616,6 @@ class AttentionExplorer:
                     tgt_labels = self.tgt_vocab.to_tokens(ids)
                     if weights.shape[0] == len(ids) + 1:  # the step that produced <eos>
                         tgt_labels.append(eos_label)
-        finally:
-            model.train(was_training)
         weights = weights.detach().to("cpu", torch.float64).numpy()
         return AttentionView(name, src_labels, tgt_labels, weights, self.convention_dropdown.value, predicted)
 

@@ -43,6 +43,8 @@ from typing import TypeVar
 
 import torch
 
+from attn_course.validation import check_positive_int
+
 T = TypeVar("T")
 
 _STATUS = Path("/proc/self/status")
@@ -94,8 +96,7 @@ def time_once(fn: Callable[[], object], device: torch.device | str, wall: bool |
 @contextlib.contextmanager
 def torch_threads(count: int) -> Iterator[None]:
     """Run the block with torch's CPU (intra-op) threads set to count, then restore the previous count."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count={count!r}, expected a positive int")
+    check_positive_int("count", count)
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:

@@ -584,9 +584,9 @@ def test_location_attention_rejects_more_keys_than_max_len():
             lambda: LuongAttention("dot", 4, 4, max_len=10),
             "max_len is only used by score='location', got max_len=10",
         ),
-        (lambda: LuongAttention("location", 4, 5, max_len=0), "max_len must be a positive int, got 0"),
-        (lambda: AdditiveAttention(5, 4, 0), "num_hiddens must be a positive int, got 0"),
-        (lambda: AdditiveAttention(5, 4.0, 8), r"query_size must be a positive int, got 4\.0"),
+        (lambda: LuongAttention("location", 4, 5, max_len=0), "max_len must be an int >= 1, got 0"),
+        (lambda: AdditiveAttention(5, 4, 0), "num_hiddens must be an int >= 1, got 0"),
+        (lambda: AdditiveAttention(5, 4.0, 8), r"query_size must be an int >= 1, got 4\.0"),
     ],
 )
 def test_bad_layer_configuration_is_rejected(make, message):

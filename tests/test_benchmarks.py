@@ -179,7 +179,7 @@ def test_torch_threads_sets_the_count_inside_the_block_and_restores_it():
         raise RuntimeError("inside")
     assert torch.get_num_threads() == before
     for bad in (0, -1, 1.5, True):
-        with pytest.raises(ValueError, match="expected a positive int"), torch_threads(bad):
+        with pytest.raises(ValueError, match="count must be an int >= 1, got "), torch_threads(bad):
             pass
 
 

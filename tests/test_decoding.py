@@ -255,13 +255,13 @@ def test_batched_beam_search_equals_one_sentence_at_a_time(copy_model):
 def test_decoding_rejects_bad_arguments(copy_model):
     model, _, _, batch = copy_model
     args = (model, batch.src, batch.src_valid_lens)
-    with pytest.raises(ValueError, match="beam_size="):
+    with pytest.raises(ValueError, match="beam_size must be an int >= 1, got 0"):
         beam_search(*args, bos=BOS, eos=EOS, beam_size=0)
     with pytest.raises(ValueError, match="length_norm="):
         beam_search(*args, bos=BOS, eos=EOS, length_norm="average")
-    with pytest.raises(ValueError, match=r"bos=99, expected a token id in \[0, "):
+    with pytest.raises(ValueError, match=r"bos must be an int in \[0, "):
         greedy_decode(*args, bos=99, eos=EOS)
-    with pytest.raises(ValueError, match="max_len="):
+    with pytest.raises(ValueError, match="max_len must be an int >= 1, got 0"):
         greedy_decode(*args, bos=BOS, eos=EOS, max_len=0)
     with pytest.raises(ValueError, match="src_valid_lens"):
         greedy_decode(model, batch.src, batch.src_valid_lens[:2], bos=BOS, eos=EOS)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_course import masked_softmax, sequence_mask
-from attn_course.shapes import check_shape, check_valid_lens
+from attn_course.masking import masked_softmax_unchecked, softmax_excluding
 
 FLOAT_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 FAST = settings(max_examples=40, deadline=None)
@@ -317,22 +317,26 @@ def test_masked_softmax_rejects_bad_input_with_a_clear_message(scores, valid_len
         masked_softmax(scores, valid_lens)
 
 
-# ---------------------------------------------------------------- shape helpers
+# ---------------------------------------------------------------- the unchecked forms the modules share
 
 
-def test_check_shape_names_dimensions_and_marks_free_ones():
-    keys = torch.ones(4, 5, 7)
-    assert check_shape("keys", keys, {"batch_size": 4, "num_keys": None, "key_size": 7}) is keys
-    message = r"keys has shape \(4, 5, 7\), expected \(batch_size, num_keys, key_size\) = \(4, \*, 8\)"
-    with pytest.raises(ValueError, match=message):
-        check_shape("keys", keys, {"batch_size": 4, "num_keys": None, "key_size": 8})
-    with pytest.raises(ValueError, match=r"keys has shape \(4, 5, 7\), expected \(4, 5\)"):
-        check_shape("keys", keys, (4, 5))
+@given(shape=shapes, kind=lens_kinds, dtype=st.sampled_from(FLOAT_DTYPES), seed=seeds)
+@FAST
+def test_unchecked_masked_softmax_equals_the_checked_one(shape, kind, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randn(*shape, generator=gen).to(dtype)
+    lens = random_lens(*shape, kind, low=0, gen=gen)
+    assert torch.equal(masked_softmax_unchecked(scores, lens), masked_softmax(scores, lens))
 
 
-def test_check_valid_lens_can_skip_the_value_check_and_accept_any_num_queries():
-    lens = torch.tensor([[9, 9, 9], [9, 9, 9]])
-    assert check_valid_lens(lens, 2, None, 4, check_values=False) is lens
-    assert check_valid_lens(None, 2, 3, 4) is None
-    with pytest.raises(ValueError, match=r"got values from 9 to 9"):
-        check_valid_lens(lens, 2, None, 4)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_softmax_excluding_zeroes_any_mask_and_equals_masked_softmax_on_padding(dtype):
+    scores = torch.randn(2, 3, 5).to(dtype)
+    window = torch.tensor([[0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], dtype=torch.bool)[None]
+    weights = softmax_excluding(scores, ~window)
+    assert weights.dtype == dtype
+    assert torch.all(weights[~window.expand_as(weights)] == 0)  # an all-excluded row is all 0
+    assert torch.allclose(weights.float().sum(-1), torch.tensor([[1.0, 1.0, 0.0]] * 2), atol=1e-2)
+    lens = torch.tensor([3, 0])
+    padding = torch.arange(5) >= lens[:, None, None]
+    assert torch.equal(softmax_excluding(scores, padding), masked_softmax(scores, lens))

@@ -148,7 +148,7 @@ def test_d2l_bleu_of_an_empty_prediction_is_zero():
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])
 def test_d2l_bleu_rejects_a_bad_k(k):
-    with pytest.raises(ValueError, match="k is"):
+    with pytest.raises(ValueError, match="k must be an int >= 1, got "):
         d2l_bleu("a b", "a b", k)
 
 

@@ -102,7 +102,7 @@ def test_encoder_rejects_bad_lengths_and_shapes():
         encoder(src, torch.tensor([8, 3, 5, 1]))
     with pytest.raises(ValueError, match=r"src_valid_lens has shape \(3,\), expected \(batch_size,\) = \(4"):
         encoder(src, lens[:3])
-    with pytest.raises(ValueError, match="src_valid_lens has dtype"):
+    with pytest.raises(ValueError, match="src_valid_lens must hold integer lengths, got dtype torch.float32"):
         encoder(src, lens.float())
     with pytest.raises(ValueError, match="src has shape"):
         encoder(src[0], lens)
@@ -301,7 +301,7 @@ def test_luong_location_score_needs_max_len_and_dot_needs_equal_sizes():
         build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, score="dot", bidirectional=True)
     with pytest.raises(ValueError, match="attention="):
         build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, attention="local")
-    with pytest.raises(ValueError, match="window="):
+    with pytest.raises(ValueError, match="window must be an int >= 1, got 0"):
         build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, window=0)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course.runtime import get_device, seed_everything
+from attn_course.runtime import eval_mode, get_device, seed_everything
 
 
 def draws(seed: int) -> tuple:
@@ -38,3 +38,15 @@ def test_get_device_picks_cuda_only_where_there_is_one():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match=r"prefer='cuda'.*is_available\(\) is False"):
             get_device("cuda")
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_eval_mode_turns_dropout_off_and_restores_the_mode_even_when_the_block_raises(training):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train(training)
+    with eval_mode(model) as inside:
+        assert inside is model and not model.training and not model[1].training
+    assert model.training is training and model[1].training is training
+    with pytest.raises(RuntimeError, match="decoding failed"), eval_mode(model):
+        assert not model.training
+        raise RuntimeError("decoding failed")
+    assert model.training is training and model[1].training is training

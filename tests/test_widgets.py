@@ -131,7 +131,7 @@ def test_loss_figure_draws_one_point_per_epoch_on_a_fixed_axis():
     assert ax.get_xlim() == (0.5, 4.5) and ax.get_title() == "training"
     with pytest.raises(ValueError, match=r"train_loss has a non-finite value: \[1.0, nan\]"):
         loss_figure([1.0, float("nan")])
-    with pytest.raises(ValueError, match="epochs=0, expected a positive int"):
+    with pytest.raises(ValueError, match="epochs must be an int >= 1, got 0"):
         loss_figure([1.0], epochs=0)
 
 
@@ -256,8 +256,8 @@ def test_temperature_masks_positions_past_valid_len_and_keeps_empty_rows_empty()
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((np.ones((2, 2)) / 2, 0.0), "temperature is 0.0, expected a positive number"),
-        ((np.ones((2, 2)) / 2, math.inf), "temperature is inf, expected a finite number"),
+        ((np.ones((2, 2)) / 2, 0.0), "temperature must be a finite number > 0, got 0.0"),
+        ((np.ones((2, 2)) / 2, math.inf), "temperature must be a finite number > 0, got inf"),
         ((np.ones(2) / 2, 1.0), "weights has shape (2,), expected (num_steps, num_keys)"),
         ((np.ones((2, 2)) / 2, 1.0, 3), "valid_len is 3, expected 0 <= valid_len <= num_keys = 2"),
         ((-np.ones((2, 2)), 1.0), "negative"),

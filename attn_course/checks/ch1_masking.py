@@ -300,5 +300,5 @@ def masked_softmax(scores, valid_lens=None):
             "tensor from Python numbers): the weights must stay differentiable with respect to the scores.",
         ),
     ],
-    package=["attn_course.masking.masked_softmax", "attn_course.masking._masked_softmax"],
+    package=["attn_course.masking.masked_softmax", "attn_course.masking.masked_softmax_unchecked"],
 )
