@@ -193,12 +193,14 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             "last axis).",
             lambda i: _dot_attention(i, dim=1),
         ),
+        # d2l's masking before no masking: with a single key, a row of valid length 0 comes out the same
+        # under both, and the case with one key comes before the one that tells them apart.
+        Mistake(_EMPTY_ROW_HINT, lambda i: _dot_attention(i, mask="d2l")),
         Mistake(
             "The mask is not applied: keys beyond valid_lens get weight. Pass the scores and valid_lens to "
             "`masked_softmax`.",
             lambda i: _dot_attention(i, mask="none"),
         ),
-        Mistake(_EMPTY_ROW_HINT, lambda i: _dot_attention(i, mask="d2l")),
         Mistake(
             "You computed keys · queriesᵀ, a (batch_size, num_keys, num_queries) matrix. The scores are "
             "`queries @ keys.transpose(1, 2)`: one row per query, one column per key.",
