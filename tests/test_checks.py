@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from attn_course import checks
+from attn_course.cli import hidden_template
 from attn_course.masking import masked_softmax
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -977,6 +978,21 @@ def test_malformed_hidden_inputs_are_refused(hidden: dict) -> None:
         checks.EXERCISES["ch1.q2"].cases(hidden)
 
 
+@pytest.mark.parametrize(
+    ("key", "hidden", "named"),
+    [
+        ("ch1.q2", {"seeds": [True]}, "hidden seed for ch1.q2 must be an int, got True"),
+        ("ch1.q2", {"cases": [{"seed": 1.5}]}, "seed must be an int, got 1.5"),
+        ("ch1.q2", {"cases": [{"num_keys": 0}]}, "num_keys must be an int >= 1, got 0"),
+        ("ch1.q1", {"cases": [{"shape": [2, 0]}]}, r"shape\[1\] must be an int >= 1, got 0"),
+        ("ch1.q1", {"cases": [{"shape": [2, True]}]}, r"shape\[1\] must be an int >= 1, got True"),
+    ],
+)
+def test_a_malformed_hidden_case_names_the_key_and_the_value(key: str, hidden: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        checks.EXERCISES[key].cases(hidden)
+
+
 # ------------------------------------------------------------------------------------------------
 # The notebooks
 
@@ -1116,10 +1132,8 @@ def test_beam_step_of_size_one_is_the_greedy_choice() -> None:
 
 @pytest.mark.parametrize("key", list(checks.EXERCISES))
 def test_solution_passes_the_hidden_template_cases_too(key: str) -> None:
-    from attn_course.cli import _hidden_template
-
     exercise = checks.EXERCISES[key]
-    hidden = _hidden_template([int(key[2 : key.index(".")])])[key]
+    hidden = hidden_template([int(key[2 : key.index(".")])])[key]
     result = exercise.evaluate(define(key, exercise.solution_code), hidden)
     assert result.passed, result.message
     assert result.cases_total == 3 * len(exercise.specs) + 1
