@@ -454,7 +454,7 @@ def test_layers_give_finite_outputs_in_every_float_dtype_on_every_device(name, d
 
 
 @pytest.mark.parametrize("name", LAYERS)
-def test_layers_work_under_no_grad(name):
+def test_under_no_grad_neither_outputs_nor_projected_keys_require_grad(name):
     layer = LAYERS[name]()
     queries, keys, values, valid_lens = make_inputs(layer)
     with torch.no_grad():

@@ -877,7 +877,9 @@ def test_exception_is_summarised_with_the_learners_line() -> None:
         lambda scores, valid_lens=None: scores.numpy(),
     ],
 )
-def test_check_never_raises_on_nonsense(answer: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_of_a_nonsense_answer_fails_instead_of_raising(
+    answer: object, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = checks.EXERCISES["ch1.q2"].check(answer)
     assert result.status == checks.FAILED
     assert result.message
@@ -929,7 +931,7 @@ def test_result_renders_html_and_plain_text() -> None:
     assert str(result) == bundle["text/plain"]
 
 
-def test_hint_and_solution_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
+def test_hint_and_solution_show_the_hint_and_the_model_answer(capsys: pytest.CaptureFixture[str]) -> None:
     q2 = checks.EXERCISES["ch1.q2"]
     assert q2.hint() is None and q2.solution() is None
     out = capsys.readouterr().out

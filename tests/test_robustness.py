@@ -56,7 +56,7 @@ def test_an_upper_bar_fails_above_it():
         claims.check("ch04.test_aer", 0.26)
 
 
-def test_nan_never_holds():
+def test_a_nan_value_fails_every_claim():
     for key in ("ch04.bleu_10_30", "ch04.test_aer"):
         with pytest.raises(AssertionError):
             claims.check(key, math.nan)
