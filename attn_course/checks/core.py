@@ -339,6 +339,8 @@ _LIBRARY_DIRS = _library_dirs()
 
 
 def is_learner_frame(filename: str) -> bool:
+    """Whether a traceback frame of `filename` is the learner's code: a notebook cell or exec'd source, or a
+    file outside Python's library, torch and attn_course."""
     if filename.startswith("<frozen"):
         return False
     if filename.startswith("<"):

@@ -31,10 +31,12 @@ _DTYPES = {
 
 
 def spec_generator(spec: Mapping[str, Any]) -> torch.Generator:
+    """A torch.Generator seeded with the spec's "seed" (an int)."""
     return torch.Generator().manual_seed(check_int("seed", spec["seed"]))
 
 
 def spec_dtype(spec: Mapping[str, Any], key: str = "dtype") -> torch.dtype:
+    """The torch dtype the spec names under `key` ("float32", "int64", ...)."""
     name = spec[key]
     if name not in _DTYPES:
         raise ValueError(f"{key} must be one of {sorted(_DTYPES)}, got {name!r}")
@@ -42,6 +44,7 @@ def spec_dtype(spec: Mapping[str, Any], key: str = "dtype") -> torch.dtype:
 
 
 def spec_size(spec: Mapping[str, Any], key: str, low: int = 1) -> int:
+    """The spec's `key`, an int >= low (a batch size, a number of keys, ...)."""
     return check_int(key, spec[key], low=low)
 
 
@@ -62,10 +65,12 @@ def spec_lengths(
 def seeded_randn(
     shape: Sequence[int], gen: torch.Generator, dtype: torch.dtype = torch.float32, scale: float = 1.0
 ) -> torch.Tensor:
+    """Normal samples of `shape` times `scale`, drawn in float64 (the same numbers for every dtype)."""
     return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
 
 
 def lens_text(lens: torch.Tensor | None) -> str:
+    """valid_lens in words for a case's label: "valid_lens (batch_size,) = [2, 0]"."""
     if lens is None:
         return "valid_lens None"
     form = "(batch_size,)" if lens.dim() == 1 else "(batch_size, num_queries)"
@@ -100,10 +105,12 @@ def finite_masked_softmax(scores: torch.Tensor, lens: torch.Tensor | None, dim: 
 
 
 def package_attention(name: str, *args: Any) -> nn.Module:
+    """The package's attention layer `name` (e.g. "AdditiveAttention") built from `args`, in eval mode."""
     return getattr(resolve("attn_course.attention"), name)(*args).eval()
 
 
 def gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden: int) -> dict[str, Any]:
+    """Seeded weights and biases of a GRU cell, named as nn.GRUCell's state_dict names them."""
     scale = 1 / math.sqrt(hidden)
     return {
         "weight_ih": seeded_randn((3 * hidden, input_size), gen, dtype, scale),
@@ -114,6 +121,7 @@ def gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden
 
 
 def gru_cell(params: dict[str, torch.Tensor]) -> nn.GRUCell:
+    """An nn.GRUCell holding `params` (from `gru_params`)."""
     hidden3, input_size = params["weight_ih"].shape
     cell = nn.GRUCell(input_size, hidden3 // 3).to(params["weight_ih"].dtype)
     cell.load_state_dict(params)
