@@ -16,7 +16,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildc
 THREADS ?= 1
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
-.PHONY: env lab test lint unit notebooks portability robustness bench gpu-check clean
+.PHONY: env lab test lint unit unit-slow notebooks portability robustness bench gpu-check clean
 
 env: $(STAMP)
 
@@ -37,8 +37,13 @@ lab: env
 lint: env
 	$(BIN)/ruff check .
 
+# The quick loop: every test but those marked slow (browser, servers, kernels, spawned training).
 unit: env
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -m "not slow" tests
+
+# The tests marked slow, which `make unit` leaves out; `make test` runs both.
+unit-slow: env
+	$(BIN)/python -m pytest -m slow tests
 
 notebooks: env
 	$(if $(strip $(NOTEBOOKS)),OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS),@echo "no notebooks yet")
@@ -54,7 +59,7 @@ portability: env
 	ATEN_CPU_CAPABILITY=$(OTHER_KERNEL) OMP_NUM_THREADS=2 ATTN_COURSE_SEED=1 ATTN_COURSE_ARTIFACTS=$$artifacts \
 	$(BIN)/python -m pytest $(NBVAL_FLAGS) $(NOTEBOOKS)
 
-test: lint unit notebooks portability
+test: lint unit unit-slow notebooks portability
 
 # Every training chapter over 5 seeds x torch CPU kernels (default, avx2, the machine's best) x 1 and 2
 # threads: the spread of each claim, in results/robustness.json and .md (about 2 hours on 2 cores).

@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _hidden_template(chapters: Sequence[int] | None) -> dict:
+def hidden_template(chapters: Sequence[int] | None) -> dict:
+    """What `attn-course hidden-template` prints: two extra seeds and one extra case per exercise."""
     return {
         exercise.key: {"seeds": [1001, 1002], "cases": [dict(exercise.defaults, seed=1003)]}
         for chapter in (chapters or checks.chapters())
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 when the gradebook was written)."""
     args = _parser().parse_args(argv)
     if args.command == "hidden-template":
-        print(json.dumps(_hidden_template(args.chapter), indent=2))
+        print(json.dumps(hidden_template(args.chapter), indent=2))
         return 0
     hidden = None
     if args.hidden is not None:

@@ -309,8 +309,31 @@ def test_layer_parameter_gradients_are_finite_with_a_fully_padded_sequence(name)
 # ---------------------------------------------------------------- prepare / attend
 
 
-def test_memory_is_a_named_tuple_of_keys_values_valid_lens_projected_keys():
-    assert Memory._fields == ("keys", "values", "valid_lens", "projected_keys")
+# What each layer's `prepare` computes from the keys alone, for every decoder step to reuse.
+KEY_ONLY_PART = {
+    "dot": lambda layer, keys: keys,
+    "scaled_dot": lambda layer, keys: keys,
+    "additive": lambda layer, keys: keys @ layer.W_k.weight.T,
+    "luong_dot": lambda layer, keys: keys,
+    "general": lambda layer, keys: keys @ layer.W_a.weight.T,
+    "concat": lambda layer, keys: keys @ layer.W_a.weight[:, QUERY_SIZE:].T,
+    "location": lambda layer, keys: None,
+}
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_prepare_keeps_keys_values_and_lengths_and_computes_the_key_only_part_of_the_score(name):
+    layer = LAYERS[name]()
+    _, keys, values, valid_lens = make_inputs(layer)
+    memory = layer.prepare(keys, values, valid_lens)
+    assert isinstance(memory, Memory)
+    assert torch.equal(memory.keys, keys) and torch.equal(memory.values, values)
+    assert torch.equal(memory.valid_lens, valid_lens)
+    expected = KEY_ONLY_PART[name](layer, keys)
+    if expected is None:
+        assert memory.projected_keys is None
+    else:
+        torch.testing.assert_close(memory.projected_keys, expected)
 
 
 @pytest.mark.parametrize("name", LAYERS)
@@ -431,7 +454,7 @@ def test_layers_give_finite_outputs_in_every_float_dtype_on_every_device(name, d
 
 
 @pytest.mark.parametrize("name", LAYERS)
-def test_layers_work_under_no_grad(name):
+def test_under_no_grad_neither_outputs_nor_projected_keys_require_grad(name):
     layer = LAYERS[name]()
     queries, keys, values, valid_lens = make_inputs(layer)
     with torch.no_grad():

@@ -56,9 +56,12 @@ NOTEBOOK_CELLS = [
     'explorer = AttentionExplorer(model, examples, src_vocab, tgt_vocab, mode="reference")\nexplorer',
 ]
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
+    ),
+]
 
 
 def free_port() -> int:

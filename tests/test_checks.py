@@ -4,6 +4,7 @@ check(), hint() and solution(), hidden cases, and the exercise/solution notebook
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -14,6 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from attn_course import checks
+from attn_course.cli import hidden_template
 from attn_course.masking import masked_softmax
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +69,11 @@ def mask_d2l_in_place(X, valid_len, value=0):
 
 def mask_keeps_one_too_many(X, valid_len, value=0):
     keep = torch.arange(X.shape[1])[None, :] <= valid_len[:, None]
+    return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def mask_drops_last_real(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None] - 1
     return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
 
 
@@ -124,6 +131,14 @@ def softmax_fill_minus_1e6(scores, valid_lens=None):
     return F.softmax(scores.masked_fill(~keep, -1e6).float(), dim=-1).to(scores.dtype) * keep
 
 
+def softmax_fill_minus_1e6_in_dtype(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    filled = torch.where(keep, scores, torch.tensor(-1e6, dtype=scores.dtype))
+    return F.softmax(filled, dim=-1) * keep
+
+
 def softmax_float32_out(scores, valid_lens=None):
     half = scores.dtype in (torch.float16, torch.bfloat16)
     return masked_softmax(scores.float() if half else scores, valid_lens)
@@ -175,6 +190,14 @@ def attention_wrong_axis(queries, keys, values, valid_lens=None):
 
 def attention_no_mask(queries, keys, values, valid_lens=None):
     return attention(queries, keys, values, valid_lens, use_mask=False)
+
+
+def attention_d2l_masking(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    if valid_lens is not None:
+        scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
+    weights = F.softmax(scores, dim=-1)
+    return torch.bmm(weights, values), weights
 
 
 def attention_transposed(queries, keys, values, valid_lens=None):
@@ -246,6 +269,13 @@ class AdditiveNoMask(AdditiveBase):
         return F.softmax(scores, dim=-1)
 
 
+class AdditiveD2lMasking(AdditiveBase):
+    def weights(self, scores, valid_lens):
+        if valid_lens is not None:
+            scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
+        return F.softmax(scores, dim=-1)
+
+
 class AdditiveWrongAxis(AdditiveBase):
     def weights(self, scores, valid_lens):
         return softmax_wrong_axis(scores, valid_lens)
@@ -303,6 +333,13 @@ def concat_no_expand(queries, keys, W_a, v_a):
     return (torch.tanh(torch.cat([queries[:, :, None], keys[:, None]], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
 
 
+def concat_keys_by_queries(queries, keys, W_a, v_a):
+    num_queries, num_keys = queries.shape[1], keys.shape[1]
+    q = queries[:, None, :, :].expand(-1, num_keys, -1, -1)
+    k = keys[:, :, None, :].expand(-1, -1, num_queries, -1)
+    return (torch.tanh(torch.cat([q, k], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
+
+
 def token_losses(logits, tgt_out, tgt_valid_lens):
     losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
     mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
@@ -332,6 +369,12 @@ def ce_ignore_index(logits, tgt_out, tgt_valid_lens):
     return F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0)
 
 
+def ce_keeps_one_padded(logits, tgt_out, tgt_valid_lens):
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    mask = torch.arange(tgt_out.shape[1])[None, :] <= tgt_valid_lens[:, None]
+    return (losses * mask).sum() / mask.sum()
+
+
 def ce_classes_last(logits, tgt_out, tgt_valid_lens):
     return F.cross_entropy(logits, tgt_out)
 
@@ -347,6 +390,10 @@ def state_mean(outputs, valid_lens):
 
 def state_off_by_one(outputs, valid_lens):
     return outputs[torch.arange(outputs.shape[0]), valid_lens]
+
+
+def state_mean_with_padding(outputs, valid_lens):
+    return outputs.mean(dim=1)
 
 
 def state_first(outputs, valid_lens):
@@ -430,6 +477,10 @@ def aer_agreement(predicted, sure, possible):
 
 def aer_precision(predicted, sure, possible):
     return 1 - len(predicted & possible) / max(len(predicted), 1)
+
+
+def aer_possible_twice(predicted, sure, possible):
+    return 1 - (len(predicted & possible) + len(predicted & possible)) / (len(predicted) + len(sure))
 
 
 def location_uncut(queries, W_a, num_keys, valid_lens=None):
@@ -571,6 +622,7 @@ def greedy(
     stop_all_at_first=False,
     feed_bos=False,
     steps_offset=0,
+    skip_finished=True,
 ):
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
     y = torch.full((src.shape[0],), bos)
@@ -581,7 +633,7 @@ def greedy(
         choice = logits.argmax(-1)
         y = torch.full_like(choice, bos) if feed_bos else choice
         for i, token in enumerate(choice.tolist()):
-            if done[i] and stop:
+            if done[i] and stop and skip_finished:
                 continue
             if token == eos:
                 done[i] = True
@@ -614,6 +666,14 @@ def greedy_one_step_short(*args, **kwargs):
     return greedy(*args, **kwargs, steps_offset=-1)
 
 
+def greedy_one_step_long(*args, **kwargs):
+    return greedy(*args, **kwargs, steps_offset=1)
+
+
+def greedy_keeps_tokens_after_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, skip_finished=False)
+
+
 def beam_without_prefix_scores(beam_scores, log_probs, beam_size):
     top, index = log_probs.reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
     return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
@@ -642,6 +702,7 @@ def beam_topk_per_beam(beam_scores, log_probs, beam_size):
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
+    ("ch1.q1", mask_drops_last_real, "masked the last real position too"),
     ("ch1.q1", mask_last_axis, "masked along the last axis"),
     ("ch1.q1", mask_ignores_value, "`value` argument was ignored"),
     ("ch1.q1", mask_inverted, "mask is inverted"),
@@ -651,6 +712,7 @@ MUTANTS = [
     ("ch1.q2", softmax_neg_inf, "came out NaN"),
     ("ch1.q2", softmax_then_zero, "no longer sum to 1"),
     ("ch1.q2", softmax_fill_minus_1e6, "-1e6 does not fit in float16"),
+    ("ch1.q2", softmax_fill_minus_1e6_in_dtype, "NaN in float16"),
     ("ch1.q2", softmax_float32_out, "return weights of the same dtype"),
     ("ch1.q2", softmax_detached, "cuts the gradient"),
     ("ch2.q1", no_scaling, "not scaled"),
@@ -658,6 +720,7 @@ MUTANTS = [
     ("ch2.q1", divide_by_num_keys, "sqrt(num_keys)"),
     ("ch2.q1", attention_wrong_axis, "wrong axis"),
     ("ch2.q1", attention_no_mask, "mask is not applied"),
+    ("ch2.q1", attention_d2l_masking, "came out uniform instead of all zeros"),
     ("ch2.q1", attention_transposed, "keys · queriesᵀ"),
     ("ch2.q1", attention_over_keys, "must average the values"),
     ("ch2.q2", AdditiveProjectsEveryStep, "projected again at every decoder step"),
@@ -665,6 +728,7 @@ MUTANTS = [
     ("ch2.q2", AdditiveTanhOutside, "tanh is applied after w_v"),
     ("ch2.q2", AdditiveSwapped, "W_q and W_k are swapped"),
     ("ch2.q2", AdditiveNoMask, "mask is not applied"),
+    ("ch2.q2", AdditiveD2lMasking, "came out uniform instead of all zeros"),
     ("ch2.q2", AdditiveWrongAxis, "wrong axis"),
     ("ch2.q2", AdditiveNoBroadcast, "give them axes to broadcast over"),
     ("ch2.q3", general_untransposed, "W_a is used untransposed"),
@@ -677,15 +741,18 @@ MUTANTS = [
     ("ch2.q4", concat_tanh_outside, "tanh is applied after v_a"),
     ("ch2.q4", concat_softmaxed, "returned softmax weights"),
     ("ch2.q4", concat_no_expand, "torch.cat needs both halves shaped alike"),
+    ("ch2.q4", concat_keys_by_queries, "The scores are transposed"),
     ("ch3.q1", ce_unmasked, "Padding is not masked"),
     ("ch3.q1", ce_over_all_positions, "divided by batch_size * T"),
     ("ch3.q1", ce_per_sentence, "averaged each sentence, then the sentences"),
     ("ch3.q1", ce_sum, "returned the sum"),
     ("ch3.q1", ce_ignore_index, "can be any id"),
+    ("ch3.q1", ce_keeps_one_padded, "position `tgt_valid_len` is already padding"),
     ("ch3.q1", ce_classes_last, "expects the classes on axis 1"),
     ("ch3.q2", state_last_padded, "last *padded* position"),
     ("ch3.q2", state_mean, "averaged the real positions"),
     ("ch3.q2", state_off_by_one, "Off by one"),
+    ("ch3.q2", state_mean_with_padding, "averaged every position, padding included"),
     ("ch3.q2", state_first, "took the first position"),
     ("ch4.q1", bahdanau_queries_with_s_t, "needs the previous one, s_{t-1}"),
     ("ch4.q1", bahdanau_context_first, "the embedding first"),
@@ -697,6 +764,7 @@ MUTANTS = [
     ("ch4.q2", aer_possible_denominator, "not |A| + |P|"),
     ("ch4.q2", aer_agreement, "1 - AER"),
     ("ch4.q2", aer_precision, "1 - precision"),
+    ("ch4.q2", aer_possible_twice, "Both counts in the numerator used P"),
     ("ch5.q1", location_uncut, "keep the first num_keys rows"),
     ("ch5.q1", location_cut_after, "cut afterwards"),
     ("ch5.q1", location_unmasked, "mask is not applied"),
@@ -720,6 +788,8 @@ MUTANTS = [
     ("ch6.q1", greedy_stops_at_first_eos, "first sentence produced <eos>"),
     ("ch6.q1", greedy_feeds_bos, "fed <bos> at every step"),
     ("ch6.q1", greedy_one_step_short, "one fewer"),
+    ("ch6.q1", greedy_one_step_long, "yours got one more"),
+    ("ch6.q1", greedy_keeps_tokens_after_eos, "Tokens after a sentence's <eos> were kept"),
     ("ch6.q2", beam_without_prefix_scores, "scores are not added"),
     ("ch6.q2", beam_best_token_per_beam, "kept each beam's best token"),
     ("ch6.q2", beam_swapped, "Beam and token are swapped"),
@@ -728,14 +798,33 @@ MUTANTS = [
 ]
 
 
+@functools.cache
+def verdict(key: str, mutant: object) -> checks.CheckResult:
+    """The check's verdict on a mutant (computed once: two tests read it)."""
+    return checks.EXERCISES[key].evaluate(mutant)
+
+
 @pytest.mark.parametrize(
     ("key", "mutant", "expected"), MUTANTS, ids=[f"{key}-{mutant.__name__}" for key, mutant, _ in MUTANTS]
 )
 def test_known_wrong_answer_is_rejected_with_its_hint(key: str, mutant: object, expected: str) -> None:
-    result = checks.EXERCISES[key].evaluate(mutant)
+    result = verdict(key, mutant)
     assert result.status == checks.FAILED
     assert expected in result.message, result.message
     assert "Traceback" not in result.message
+
+
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_every_named_mistake_is_the_verdict_on_some_mutant(key: str) -> None:
+    # The first mistake whose variant matches wins, so a mistake shadowed by an earlier one never fires;
+    # only a mutant whose verdict is exactly that mistake's hint shows that it can.
+    verdicts = [verdict(key, mutant).message for k, mutant, _ in MUTANTS if k == key]
+    unreached = [
+        mistake.hint
+        for mistake in checks.EXERCISES[key].mistakes
+        if not any(message.startswith(mistake.hint + "\n") for message in verdicts)
+    ]
+    assert not unreached, "no mutant is diagnosed with:\n" + "\n".join(unreached)
 
 
 def test_every_exercise_has_at_least_three_mutants() -> None:
@@ -788,7 +877,9 @@ def test_exception_is_summarised_with_the_learners_line() -> None:
         lambda scores, valid_lens=None: scores.numpy(),
     ],
 )
-def test_check_never_raises_on_nonsense(answer: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_of_a_nonsense_answer_fails_instead_of_raising(
+    answer: object, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = checks.EXERCISES["ch1.q2"].check(answer)
     assert result.status == checks.FAILED
     assert result.message
@@ -840,7 +931,7 @@ def test_result_renders_html_and_plain_text() -> None:
     assert str(result) == bundle["text/plain"]
 
 
-def test_hint_and_solution_are_shown(capsys: pytest.CaptureFixture[str]) -> None:
+def test_hint_and_solution_show_the_hint_and_the_model_answer(capsys: pytest.CaptureFixture[str]) -> None:
     q2 = checks.EXERCISES["ch1.q2"]
     assert q2.hint() is None and q2.solution() is None
     out = capsys.readouterr().out
@@ -887,6 +978,21 @@ def test_hidden_cases_can_fail_an_answer_the_shipped_cases_pass() -> None:
 def test_malformed_hidden_inputs_are_refused(hidden: dict) -> None:
     with pytest.raises(ValueError, match="ch1.q2"):
         checks.EXERCISES["ch1.q2"].cases(hidden)
+
+
+@pytest.mark.parametrize(
+    ("key", "hidden", "named"),
+    [
+        ("ch1.q2", {"seeds": [True]}, "hidden seed for ch1.q2 must be an int, got True"),
+        ("ch1.q2", {"cases": [{"seed": 1.5}]}, "seed must be an int, got 1.5"),
+        ("ch1.q2", {"cases": [{"num_keys": 0}]}, "num_keys must be an int >= 1, got 0"),
+        ("ch1.q1", {"cases": [{"shape": [2, 0]}]}, r"shape\[1\] must be an int >= 1, got 0"),
+        ("ch1.q1", {"cases": [{"shape": [2, True]}]}, r"shape\[1\] must be an int >= 1, got True"),
+    ],
+)
+def test_a_malformed_hidden_case_names_the_key_and_the_value(key: str, hidden: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        checks.EXERCISES[key].cases(hidden)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1028,10 +1134,8 @@ def test_beam_step_of_size_one_is_the_greedy_choice() -> None:
 
 @pytest.mark.parametrize("key", list(checks.EXERCISES))
 def test_solution_passes_the_hidden_template_cases_too(key: str) -> None:
-    from attn_course.cli import _hidden_template
-
     exercise = checks.EXERCISES[key]
-    hidden = _hidden_template([int(key[2 : key.index(".")])])[key]
+    hidden = hidden_template([int(key[2 : key.index(".")])])[key]
     result = exercise.evaluate(define(key, exercise.solution_code), hidden)
     assert result.passed, result.message
     assert result.cases_total == 3 * len(exercise.specs) + 1

@@ -451,7 +451,7 @@ def test_loader_handles_non_breaking_spaces_accents_bom_crlf_and_blank_lines(tmp
     ]
 
 
-def test_preprocessing_matches_d2l():
+def test_preprocessing_lowercases_and_spaces_punctuation_as_d2l_does():
     assert preprocess_fra_eng("Hello,World.\u202fOK!") == "hello ,world . ok !"
     assert preprocess_fra_eng(".Start") == ".start"  # d2l adds no space before a leading mark
 

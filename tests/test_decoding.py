@@ -179,7 +179,7 @@ def test_length_normalisation_lets_a_longer_sentence_win(monkeypatch):
     assert gnmt.tokens == []
 
 
-def test_length_penalty_formulas():
+def test_length_penalty_is_length_to_the_alpha_or_gnmts_and_refuses_other_norms():
     assert length_penalty(4, 0.0) == 1.0
     assert length_penalty(4, 0.5) == pytest.approx(2.0)
     assert length_penalty(7, 1.0, "gnmt") == pytest.approx(2.0)

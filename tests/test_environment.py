@@ -58,6 +58,7 @@ def test_d2l_torch_imports_with_current_numpy_and_pandas():
     assert tuple(int(x) for x in pandas.__version__.split(".")[:2]) >= (2, 1)
 
 
+@pytest.mark.slow
 def test_pip_check_reports_only_d2ls_own_pins():
     """`pip check` is clean except for d2l 1.0.3's hard pins, the one known exception (README)."""
     out = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
@@ -90,6 +91,26 @@ def test_make_test_runs_every_notebook_again_on_another_kernel_threads_and_seed(
     assert "ATEN_CPU_CAPABILITY=avx2 " in _plan("portability", ATEN_CPU_CAPABILITY="default")
 
 
+def _pytest_runs(plan: str) -> list[str]:
+    """The arguments of each pytest run in a `make -n` plan that runs the tests (not the notebooks)."""
+    runs = [line.split(" -m pytest ", 1) for line in plan.splitlines()]
+    return [run[1].strip() for run in runs if len(run) == 2 and run[1].rstrip().endswith(" tests")]
+
+
+def test_make_unit_leaves_out_the_slow_tests():
+    assert _pytest_runs(_plan("unit")) == ['-m "not slow" tests']
+
+
+def test_make_test_runs_the_quick_tests_then_the_slow_ones():
+    assert _pytest_runs(_plan("test")) == ['-m "not slow" tests', "-m slow tests"]
+
+
+def test_the_slow_marker_is_registered_and_unknown_markers_are_errors():
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "--strict-markers" in options["addopts"].split()
+    assert any(marker.startswith("slow:") for marker in options["markers"])
+
+
 def test_make_gpu_check_runs_every_notebook_the_claims_then_the_benchmarks_on_cuda():
     plan = subprocess.run(["make", "-n", "gpu-check"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout
@@ -97,6 +118,10 @@ def test_make_gpu_check_runs_every_notebook_the_claims_then_the_benchmarks_on_cu
              "benchmarks.run --device cuda")
     checks_cuda, notebooks, claims, bench = (plan.find(step) for step in steps)
     assert -1 < checks_cuda < notebooks < claims < bench, plan
+
+
+@pytest.mark.slow
+def test_make_gpu_check_without_a_gpu_fails_at_once_and_says_why():
     if not (ROOT / ".venv" / ".attn-course-installed").exists():
         pytest.skip("environment not created through the Makefile")
     if torch.cuda.is_available():
@@ -111,6 +136,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_make_lab_serves_jupyterlab_on_the_notebooks(tmp_path):
     if not (ROOT / ".venv" / ".attn-course-installed").exists():
         pytest.skip("environment not created through the Makefile")

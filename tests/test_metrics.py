@@ -131,7 +131,7 @@ def test_d2l_bleu_equals_d2l_on_random_sentences(pred, label, k):
     assert d2l_bleu(pred, label, k) == pytest.approx(expected, abs=1e-12)
 
 
-def test_d2l_bleu_hand_computed_value():
+def test_d2l_bleu_is_the_brevity_penalty_times_weighted_ngram_precisions():
     # len 4 vs 5: penalty exp(1 - 5/4); p1 = 3/4 (weight 1/2), p2 = 1/3 (weight 1/4)
     expected = math.exp(1 - 5 / 4) * (3 / 4) ** 0.5 * (1 / 3) ** 0.25
     assert d2l_bleu("je suis <unk> .", "je suis chez moi .", 2) == pytest.approx(expected)
@@ -269,7 +269,7 @@ SURE = {(0, 0), (1, 1)}
 POSSIBLE = SURE | {(2, 1)}
 
 
-def test_aer_hand_computed_example():
+def test_aer_with_one_sure_and_two_possible_hits_of_three_predicted_links_is_0_4():
     predicted = {(0, 0), (2, 1), (2, 2)}  # |A|=3, |A∩S|=1, |A∩P|=2, |S|=2 -> 1 - 3/5
     assert alignment_error_rate(predicted, SURE, POSSIBLE) == pytest.approx(0.4)
 

@@ -56,7 +56,7 @@ def test_an_upper_bar_fails_above_it():
         claims.check("ch04.test_aer", 0.26)
 
 
-def test_nan_never_holds():
+def test_a_nan_value_fails_every_claim():
     for key in ("ch04.bleu_10_30", "ch04.test_aer"):
         with pytest.raises(AssertionError):
             claims.check(key, math.nan)
@@ -264,12 +264,14 @@ def test_a_cpu_setting_hides_cuda_and_sets_every_variable(tmp_path):
     assert "ATEN_CPU_CAPABILITY" not in cuda and cuda.get("CUDA_VISIBLE_DEVICES") != ""
 
 
+@pytest.mark.slow
 def test_the_default_kernels_are_distinct_start_with_default_and_end_with_the_best():
     kernels = robustness.default_kernels()  # each one checked to be what torch really runs
     assert kernels[0] == "default" and len(set(kernels)) == len(kernels)
     assert kernels[-1] == robustness.capability()
 
 
+@pytest.mark.slow
 def test_a_run_executes_the_chapter_with_the_settings_seed_kernel_and_threads(tmp_path, monkeypatch):
     chapter = nbformat.v4.new_notebook(
         cells=[

@@ -433,7 +433,7 @@ def test_explorer_runs_real_models_in_every_mode():
 # --------------------------------------------------------------------------------------------- playground
 
 
-def test_playground_uses_the_score_formulas():
+def test_playground_scores_follow_each_formula_and_weights_are_their_softmax():
     playground = ScorePlayground(query=(1.0, -0.5))
     keys = torch.tensor(DEFAULT_KEYS, dtype=torch.float64)
     q = torch.tensor([1.0, -0.5], dtype=torch.float64)

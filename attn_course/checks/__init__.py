@@ -45,7 +45,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
-from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py also uses the two private ones
+from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
     MAX_ITEMS,
@@ -56,12 +56,15 @@ from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py al
     ErrorHint,
     Exercise,
     Mistake,
-    _is_learner_frame,
-    _resolve,
     compare,
+    is_learner_frame,
+    resolve,
     sanitize,
     summarize_exception,
 )
+
+# The names grading.py knew these two by, until it imports the public ones.
+_resolve, _is_learner_frame = resolve, is_learner_frame
 
 # ----------------------------------------------------------------------------------------------------
 # Registry
@@ -118,6 +121,8 @@ __all__ = [
     "chapter",
     "chapters",
     "compare",
+    "is_learner_frame",
+    "resolve",
     "sanitize",
     "summarize_exception",
 ]

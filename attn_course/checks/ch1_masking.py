@@ -13,30 +13,33 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    _d2l_masked_softmax,
-    _dtype,
-    _finite_masked_softmax,
-    _generator,
-    _keep_mask,
-    _lengths,
-    _lens_text,
-    _randn,
-    _size,
+    d2l_masked_softmax,
+    finite_masked_softmax,
+    keep_mask,
+    lens_text,
+    seeded_randn,
+    spec_dtype,
+    spec_generator,
+    spec_lengths,
+    spec_size,
 )
+from attn_course.validation import check_positive_int
 
 
 def _sequence_mask_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
     shape = tuple(spec["shape"])
-    if len(shape) < 2 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
+    if len(shape) < 2:
         raise ValueError(f"shape must be 2+ positive ints (batch_size, maxlen, ...), got {spec['shape']!r}")
+    for axis, size in enumerate(shape):
+        check_positive_int(f"shape[{axis}]", size)
     if dtype.is_floating_point:
-        X = _randn(shape, gen, dtype)
+        X = seeded_randn(shape, gen, dtype)
     else:
         X = torch.randint(1, 100, shape, generator=gen).to(dtype)
-    lens = _lengths(spec["valid_len"], shape[:1], shape[1], gen, "valid_len")
+    lens = spec_lengths(spec["valid_len"], shape[:1], shape[1], gen, "valid_len")
     inputs = {"X": X, "valid_len": lens, "value": spec["value"]}
     label = (
         f"X of shape {shape} and dtype {spec['dtype']}, valid_len {lens.tolist()}, value {spec['value']!r}"
@@ -89,7 +92,7 @@ def sequence_mask(X, valid_len, value=0):
     ],
     build=_sequence_mask_case,
     call=lambda answer, i: answer(i["X"], i["valid_len"], i["value"]),
-    reference=lambda i: _resolve("attn_course.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
+    reference=lambda i: resolve("attn_course.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
     mistakes=[
         Mistake(
             "Off by one: you kept one padded position too many. Position `valid_len` itself is already "
@@ -132,19 +135,19 @@ def sequence_mask(X, valid_len, value=0):
 
 
 def _masked_softmax_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, q, k = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, q, k = (spec_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be floating, got {spec['dtype']}")
-    scores = _randn((b, q, k), gen, dtype, scale=2.0)
+    scores = seeded_randn((b, q, k), gen, dtype, scale=2.0)
     form = spec["valid_lens"]
     shape = (b, q) if spec["per_query"] else (b,)
-    lens = _lengths(form, shape, k, gen, "valid_lens")
+    lens = spec_lengths(form, shape, k, gen, "valid_lens")
     inputs = {"scores": scores, "valid_lens": lens}
     grad = bool(spec["grad"])
     if grad:
-        inputs["probe"] = _randn((b, q, k), gen, torch.float32)
-    label = f"scores of shape {(b, q, k)} and dtype {spec['dtype']}, {_lens_text(lens)}" + (
+        inputs["probe"] = seeded_randn((b, q, k), gen, torch.float32)
+    label = f"scores of shape {(b, q, k)} and dtype {spec['dtype']}, {lens_text(lens)}" + (
         ", with the gradient of the weights" if grad else ""
     )
     names = ("the weights", "the gradient with respect to the scores") if grad else "the weights"
@@ -228,12 +231,12 @@ def masked_softmax(scores, valid_lens=None):
     ],
     build=_masked_softmax_case,
     call=_masked_softmax_call,
-    reference=_masked_softmax_variant(lambda s, n: _resolve("attn_course.masking.masked_softmax")(s, n)),
+    reference=_masked_softmax_variant(lambda s, n: resolve("attn_course.masking.masked_softmax")(s, n)),
     mistakes=[
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1, so "
             "normalise over the last axis (`dim=-1`, the keys), not over the queries.",
-            _masked_softmax_variant(lambda s, n: _finite_masked_softmax(s, n, dim=1)),
+            _masked_softmax_variant(lambda s, n: finite_masked_softmax(s, n, dim=1)),
         ),
         Mistake(
             "The mask is not applied: the padded keys still get weight. Use `valid_lens` to fill the "
@@ -244,7 +247,7 @@ def masked_softmax(scores, valid_lens=None):
             "A row whose valid length is 0 came out uniform (1/num_keys everywhere): that is what d2l's "
             "-1e6 fill gives when every key of a row is masked. A row with no real key must attend to "
             "nothing: zero the masked weights after the softmax (e.g. multiply by the mask).",
-            _masked_softmax_variant(_d2l_masked_softmax),
+            _masked_softmax_variant(d2l_masked_softmax),
         ),
         Mistake(
             "NaN in float16: -1e6 does not fit in float16 (its largest magnitude is 65504), so it became "
@@ -252,7 +255,7 @@ def masked_softmax(scores, valid_lens=None):
             "Fill with `torch.finfo(scores.dtype).min`, which fits every dtype.",
             _masked_softmax_variant(
                 lambda s, n: (
-                    _d2l_masked_softmax(s, n, fill=-math.inf) * _keep_mask(n, s.shape[1], s.shape[2])
+                    d2l_masked_softmax(s, n, fill=-math.inf) * keep_mask(n, s.shape[1], s.shape[2])
                     if n is not None and s.dtype == torch.float16
                     else None
                 )
@@ -262,7 +265,7 @@ def masked_softmax(scores, valid_lens=None):
             "A row whose valid length is 0 came out NaN: with -inf in every position the softmax computes "
             "0/0. Fill with a finite number (`torch.finfo(scores.dtype).min`) and zero the masked weights "
             "after the softmax.",
-            _masked_softmax_variant(lambda s, n: _d2l_masked_softmax(s, n, fill=-math.inf)),
+            _masked_softmax_variant(lambda s, n: d2l_masked_softmax(s, n, fill=-math.inf)),
         ),
         Mistake(
             "You zeroed the padded weights after a softmax over all keys, so the real weights no longer "
@@ -270,9 +273,7 @@ def masked_softmax(scores, valid_lens=None):
             "zero the padded weights.",
             _masked_softmax_variant(
                 lambda s, n: (
-                    F.softmax(s, -1)
-                    if n is None
-                    else F.softmax(s, -1) * _keep_mask(n, s.shape[1], s.shape[2])
+                    F.softmax(s, -1) if n is None else F.softmax(s, -1) * keep_mask(n, s.shape[1], s.shape[2])
                 )
             ),
         ),
@@ -281,7 +282,7 @@ def masked_softmax(scores, valid_lens=None):
             "then `.to(scores.dtype)`.",
             _masked_softmax_variant(
                 lambda s, n: (
-                    _resolve("attn_course.masking.masked_softmax")(s.float(), n)
+                    resolve("attn_course.masking.masked_softmax")(s.float(), n)
                     if s.dtype in (torch.float16, torch.bfloat16)
                     else None
                 )

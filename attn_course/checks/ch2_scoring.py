@@ -14,17 +14,17 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    _d2l_masked_softmax,
-    _dtype,
-    _finite_masked_softmax,
-    _generator,
-    _lengths,
-    _lens_text,
-    _package_attention,
-    _randn,
-    _size,
+    d2l_masked_softmax,
+    finite_masked_softmax,
+    lens_text,
+    package_attention,
+    seeded_randn,
+    spec_dtype,
+    spec_generator,
+    spec_lengths,
+    spec_size,
 )
 
 
@@ -36,21 +36,21 @@ def _attention_case(
     scale: float = 1.0,
 ) -> Case:
     """queries, keys (and values), valid_lens from a spec with the attention vocabulary's sizes."""
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, q, k = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
-    qs, ks = _size(spec, "query_size"), _size(spec, "key_size")
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, q, k = (spec_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    qs, ks = spec_size(spec, "query_size"), spec_size(spec, "key_size")
     inputs: dict[str, Any] = {
-        "queries": _randn((b, q, qs), gen, dtype, scale),
-        "keys": _randn((b, k, ks), gen, dtype, scale),
+        "queries": seeded_randn((b, q, qs), gen, dtype, scale),
+        "keys": seeded_randn((b, k, ks), gen, dtype, scale),
     }
     sizes = f"queries {(b, q, qs)}, keys {(b, k, ks)}"
     if values:
-        vs = _size(spec, "value_size")
-        inputs["values"] = _randn((b, k, vs), gen, dtype)
+        vs = spec_size(spec, "value_size")
+        inputs["values"] = seeded_randn((b, k, vs), gen, dtype)
         sizes += f", values {(b, k, vs)}"
-        lens = _lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
+        lens = spec_lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
         inputs["valid_lens"] = lens
-        sizes += f", {_lens_text(lens)}"
+        sizes += f", {lens_text(lens)}"
     return Case(f"{sizes}, dtype {spec['dtype']}", inputs, spec, names)
 
 
@@ -87,14 +87,14 @@ def _dot_attention(
     if mask == "none":
         weights = F.softmax(scores, dim=dim)
     elif mask == "d2l":
-        weights = _d2l_masked_softmax(scores, lens, dim=dim)
+        weights = d2l_masked_softmax(scores, lens, dim=dim)
     else:
-        weights = _finite_masked_softmax(scores, lens, dim=dim)
+        weights = finite_masked_softmax(scores, lens, dim=dim)
     return torch.bmm(weights, inputs[weigh]), weights
 
 
 def _dot_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-    attention = _package_attention("DotProductAttention", 0.0, True)
+    attention = package_attention("DotProductAttention", 0.0, True)
     context = attention(inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"])
     return context, attention.attention_weights
 
@@ -193,12 +193,14 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             "last axis).",
             lambda i: _dot_attention(i, dim=1),
         ),
+        # d2l's masking before no masking: with a single key, a row of valid length 0 comes out the same
+        # under both, and the case with one key comes before the one that tells them apart.
+        Mistake(_EMPTY_ROW_HINT, lambda i: _dot_attention(i, mask="d2l")),
         Mistake(
             "The mask is not applied: keys beyond valid_lens get weight. Pass the scores and valid_lens to "
             "`masked_softmax`.",
             lambda i: _dot_attention(i, mask="none"),
         ),
-        Mistake(_EMPTY_ROW_HINT, lambda i: _dot_attention(i, mask="d2l")),
         Mistake(
             "You computed keys · queriesᵀ, a (batch_size, num_keys, num_queries) matrix. The scores are "
             "`queries @ keys.transpose(1, 2)`: one row per query, one column per key.",
@@ -218,13 +220,13 @@ def _additive_case(spec: dict[str, Any]) -> Case:
     case = _attention_case(spec, names=("the contexts", "the weights", "whether attend used W_k"))
     if case.inputs["valid_lens"] is not None and case.inputs["valid_lens"].dim() != 1:
         raise ValueError("AdditiveAttention cases take valid_lens of shape (batch_size,) only")
-    gen = _generator(dict(spec, seed=spec["seed"] + 1000))
-    ks, qs, h = spec["key_size"], spec["query_size"], _size(spec, "num_hiddens")
-    dtype = _dtype(spec)
+    gen = spec_generator(dict(spec, seed=spec["seed"] + 1000))
+    ks, qs, h = spec["key_size"], spec["query_size"], spec_size(spec, "num_hiddens")
+    dtype = spec_dtype(spec)
     params = {
-        "W_k.weight": _randn((h, ks), gen, dtype, 0.5),
-        "W_q.weight": _randn((h, qs), gen, dtype, 0.5),
-        "w_v.weight": _randn((1, h), gen, dtype, 0.5),
+        "W_k.weight": seeded_randn((h, ks), gen, dtype, 0.5),
+        "W_q.weight": seeded_randn((h, qs), gen, dtype, 0.5),
+        "w_v.weight": seeded_randn((1, h), gen, dtype, 0.5),
     }
     inputs = dict(case.inputs, params=params)
     label = f"{case.label}, num_hiddens {h}, one attend call per query (decoder step)"
@@ -254,7 +256,7 @@ def _additive_call(cls: Any, inputs: dict[str, Any]) -> tuple[torch.Tensor, torc
 def _additive_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, bool]:
     params = inputs["params"]
     (h, ks), qs = params["W_k.weight"].shape, params["W_q.weight"].shape[1]
-    attention = _package_attention("AdditiveAttention", ks, qs, h).to(params["W_k.weight"].dtype)
+    attention = package_attention("AdditiveAttention", ks, qs, h).to(params["W_k.weight"].dtype)
     attention.load_state_dict(params)
     memory = attention.prepare(inputs["keys"], inputs["values"], inputs["valid_lens"])
     context, weights = attention.attend(inputs["queries"], memory)
@@ -285,12 +287,12 @@ def _additive_variant(
     if mask == "none":
         weights = F.softmax(scores, dim=-1)
     elif mask == "d2l":
-        weights = _d2l_masked_softmax(scores, lens)
+        weights = d2l_masked_softmax(scores, lens)
     else:
-        weights = _finite_masked_softmax(scores, lens)
+        weights = finite_masked_softmax(scores, lens)
     if dim != -1:  # attend sees one query per step, so a softmax over the queries sees one score
         weights = torch.cat(
-            [_finite_masked_softmax(scores[:, t : t + 1], lens, dim=1) for t in range(scores.shape[1])], 1
+            [finite_masked_softmax(scores[:, t : t + 1], lens, dim=1) for t in range(scores.shape[1])], 1
         )
     return torch.bmm(weights, inputs["values"]), weights, uses_wk
 
@@ -420,7 +422,7 @@ class AdditiveAttention(nn.Module):
 
 def _scores_case(spec: dict[str, Any], weights: Callable[[dict, torch.Generator, torch.dtype], dict]) -> Case:
     case = _attention_case(spec, values=False, names="the scores")
-    gen, dtype = _generator(dict(spec, seed=spec["seed"] + 1000)), _dtype(spec)
+    gen, dtype = spec_generator(dict(spec, seed=spec["seed"] + 1000)), spec_dtype(spec)
     extra = weights(spec, gen, dtype)
     shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t in extra.items())
     return Case(f"{case.label}, {shapes}", dict(case.inputs, **extra), spec, case.names)
@@ -482,10 +484,10 @@ def general_scores(queries, keys, W_a):
         {"seed": 43, "batch_size": 3, "num_queries": 1, "num_keys": 1, "dtype": "float64"},
     ],
     build=lambda spec: _scores_case(
-        spec, lambda s, g, d: {"W_a": _randn((s["query_size"], s["key_size"]), g, d)}
+        spec, lambda s, g, d: {"W_a": seeded_randn((s["query_size"], s["key_size"]), g, d)}
     ),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["W_a"]),
-    reference=lambda i: _resolve("attn_course.scoring.general_scores")(i["queries"], i["keys"], i["W_a"]),
+    reference=lambda i: resolve("attn_course.scoring.general_scores")(i["queries"], i["keys"], i["W_a"]),
     mistakes=[
         Mistake(
             "W_a is used untransposed. It is (query_size, key_size), the weight of nn.Linear(key_size, "
@@ -575,12 +577,12 @@ def concat_scores(queries, keys, W_a, v_a):
     build=lambda spec: _scores_case(
         spec,
         lambda s, g, d: {
-            "W_a": _randn((_size(s, "num_hiddens"), s["query_size"] + s["key_size"]), g, d, 0.7),
-            "v_a": _randn((1, s["num_hiddens"]), g, d),
+            "W_a": seeded_randn((spec_size(s, "num_hiddens"), s["query_size"] + s["key_size"]), g, d, 0.7),
+            "v_a": seeded_randn((1, s["num_hiddens"]), g, d),
         },
     ),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["W_a"], i["v_a"]),
-    reference=lambda i: _resolve("attn_course.scoring.concat_scores")(
+    reference=lambda i: resolve("attn_course.scoring.concat_scores")(
         i["queries"], i["keys"], i["W_a"], i["v_a"]
     ),
     mistakes=[

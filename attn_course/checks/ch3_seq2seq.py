@@ -12,15 +12,15 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
-from attn_course.checks.inputs import _dtype, _generator, _lengths, _randn, _size
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course.checks.inputs import seeded_randn, spec_dtype, spec_generator, spec_lengths, spec_size
 
 
 def _cross_entropy_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, t, v = (_size(spec, n) for n in ("batch_size", "num_steps", "vocab_size"))
-    logits = _randn((b, t, v), gen, dtype, 2.0)
-    lens = _lengths(spec["tgt_valid_lens"], (b,), t, gen, "tgt_valid_lens", low=1)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, t, v = (spec_size(spec, n) for n in ("batch_size", "num_steps", "vocab_size"))
+    logits = seeded_randn((b, t, v), gen, dtype, 2.0)
+    lens = spec_lengths(spec["tgt_valid_lens"], (b,), t, gen, "tgt_valid_lens", low=1)
     labels = torch.randint(1, v, (b, t), generator=gen)
     padding = torch.arange(t)[None, :] >= lens[:, None]
     if spec["padding_labels"] == "pad":
@@ -120,7 +120,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     ],
     build=_cross_entropy_case,
     call=lambda answer, i: answer(i["logits"], i["tgt_out"], i["tgt_valid_lens"]),
-    reference=lambda i: _resolve("attn_course.training.masked_cross_entropy")(
+    reference=lambda i: resolve("attn_course.training.masked_cross_entropy")(
         i["logits"], i["tgt_out"], i["tgt_valid_lens"]
     ),
     mistakes=[
@@ -164,10 +164,10 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
 
 
 def _final_state_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, s, h = (_size(spec, n) for n in ("batch_size", "num_steps", "num_hiddens"))
-    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
-    outputs = _randn((b, s, h), gen, dtype)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, s, h = (spec_size(spec, n) for n in ("batch_size", "num_steps", "num_hiddens"))
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    outputs = seeded_randn((b, s, h), gen, dtype)
     label = f"outputs of shape {(b, s, h)} and dtype {spec['dtype']}, valid_lens {lens.tolist()}"
     return Case(label, {"outputs": outputs, "valid_lens": lens}, spec, "the final states")
 

@@ -14,35 +14,35 @@ from typing import Any
 import torch
 from torch import nn
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    _dtype,
-    _generator,
-    _gru_cell,
-    _gru_params,
-    _lengths,
-    _package_attention,
-    _randn,
-    _size,
+    gru_cell,
+    gru_params,
+    package_attention,
+    seeded_randn,
+    spec_dtype,
+    spec_generator,
+    spec_lengths,
+    spec_size,
 )
 
 
 def _bahdanau_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, t, s = (_size(spec, n) for n in ("batch_size", "num_steps", "num_keys"))
-    e, h, enc, a = (_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size", "attn_hiddens"))
-    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, t, s = (spec_size(spec, n) for n in ("batch_size", "num_steps", "num_keys"))
+    e, h, enc, a = (spec_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size", "attn_hiddens"))
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     inputs = {
-        "embedded": _randn((b, t, e), gen, dtype),
-        "s_0": _randn((b, h), gen, dtype, 0.5),
-        "enc_outputs": _randn((b, s, enc), gen, dtype),
+        "embedded": seeded_randn((b, t, e), gen, dtype),
+        "s_0": seeded_randn((b, h), gen, dtype, 0.5),
+        "enc_outputs": seeded_randn((b, s, enc), gen, dtype),
         "valid_lens": lens,
         "attention": {
-            "W_k.weight": _randn((a, enc), gen, dtype, 0.5),
-            "W_q.weight": _randn((a, h), gen, dtype, 0.5),
-            "w_v.weight": _randn((1, a), gen, dtype),
+            "W_k.weight": seeded_randn((a, enc), gen, dtype, 0.5),
+            "W_q.weight": seeded_randn((a, h), gen, dtype, 0.5),
+            "w_v.weight": seeded_randn((1, a), gen, dtype),
         },
-        "rnn": _gru_params(gen, dtype, e + enc, h),
+        "rnn": gru_params(gen, dtype, e + enc, h),
     }
     label = (
         f"{t} steps, batch {b}, embed_size {e}, num_hiddens {h}, {s} source positions of size {enc}, "
@@ -60,10 +60,10 @@ def _bahdanau_parts(inputs: dict[str, Any]) -> tuple[nn.Module, nn.GRUCell, Any]
     """The package's AdditiveAttention with the case's weights, its memory of the source, and the GRU cell."""
     p = inputs["attention"]
     (a, enc), h = p["W_k.weight"].shape, p["W_q.weight"].shape[1]
-    attention = _package_attention("AdditiveAttention", enc, h, a).to(p["W_k.weight"].dtype)
+    attention = package_attention("AdditiveAttention", enc, h, a).to(p["W_k.weight"].dtype)
     attention.load_state_dict(p)
     memory = attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], inputs["valid_lens"])
-    return attention, _gru_cell(inputs["rnn"]), memory
+    return attention, gru_cell(inputs["rnn"]), memory
 
 
 def _bahdanau_call(fn: Callable, inputs: dict[str, Any]) -> Any:
@@ -215,8 +215,8 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
 
 
 def _links_case(spec: dict[str, Any]) -> Case:
-    gen = _generator(spec)
-    src, tgt = _size(spec, "src_len"), _size(spec, "tgt_len")
+    gen = spec_generator(spec)
+    src, tgt = spec_size(spec, "src_len"), spec_size(spec, "tgt_len")
     grid = [(i, j) for i in range(src) for j in range(tgt)]
     draw = torch.rand(len(grid), 3, generator=gen).tolist()
     possible = {link for link, (p, _, _) in zip(grid, draw, strict=True) if p < spec["possible_rate"]}
@@ -286,7 +286,7 @@ def alignment_error_rate(predicted, sure, possible):
     ],
     build=_links_case,
     call=lambda answer, i: answer(i["predicted"], i["sure"], i["possible"]),
-    reference=lambda i: _resolve("attn_course.metrics.alignment_error_rate")(
+    reference=lambda i: resolve("attn_course.metrics.alignment_error_rate")(
         i["predicted"], i["sure"], i["possible"]
     ),
     mistakes=[

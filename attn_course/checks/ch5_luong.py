@@ -15,46 +15,46 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    _dtype,
-    _finite_masked_softmax,
-    _generator,
-    _gru_cell,
-    _gru_params,
-    _lengths,
-    _lens_text,
-    _package_attention,
-    _randn,
-    _size,
+    finite_masked_softmax,
+    gru_cell,
+    gru_params,
+    lens_text,
+    package_attention,
+    seeded_randn,
+    spec_dtype,
+    spec_generator,
+    spec_lengths,
+    spec_size,
 )
 
 
 def _location_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, q, qs = (_size(spec, n) for n in ("batch_size", "num_queries", "query_size"))
-    max_len, k = _size(spec, "max_len"), _size(spec, "num_keys")
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, q, qs = (spec_size(spec, n) for n in ("batch_size", "num_queries", "query_size"))
+    max_len, k = spec_size(spec, "max_len"), spec_size(spec, "num_keys")
     if k > max_len:
         raise ValueError(f"num_keys must be <= max_len = {max_len}, got {k}")
-    lens = _lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
+    lens = spec_lengths(spec["valid_lens"], (b, q) if spec["per_query"] else (b,), k, gen, "valid_lens")
     inputs = {
-        "queries": _randn((b, q, qs), gen, dtype),
-        "W_a": _randn((max_len, qs), gen, dtype),
+        "queries": seeded_randn((b, q, qs), gen, dtype),
+        "W_a": seeded_randn((max_len, qs), gen, dtype),
         "num_keys": k,
         "valid_lens": lens,
     }
     label = (
-        f"queries {(b, q, qs)}, W_a {(max_len, qs)} (max_len {max_len}), num_keys {k}, {_lens_text(lens)}, "
+        f"queries {(b, q, qs)}, W_a {(max_len, qs)} (max_len {max_len}), num_keys {k}, {lens_text(lens)}, "
         f"dtype {spec['dtype']}"
     )
     return Case(label, inputs, spec, "the weights")
 
 
 def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
-    scores = _resolve("attn_course.scoring.location_scores")(
+    scores = resolve("attn_course.scoring.location_scores")(
         inputs["queries"], inputs["W_a"], inputs["num_keys"]
     )
-    return _resolve("attn_course.masking.masked_softmax")(scores, inputs["valid_lens"])
+    return resolve("attn_course.masking.masked_softmax")(scores, inputs["valid_lens"])
 
 
 def _location_variant(kind: str):
@@ -62,13 +62,13 @@ def _location_variant(kind: str):
         scores = inputs["queries"] @ inputs["W_a"].T  # (batch, num_queries, max_len)
         k, lens = inputs["num_keys"], inputs["valid_lens"]
         if kind == "uncut":
-            return _finite_masked_softmax(scores, lens)
+            return finite_masked_softmax(scores, lens)
         if kind == "cut_after":
             return F.softmax(scores, -1)[..., :k]
         scores = scores[..., :k]
         if kind == "unmasked":
             return F.softmax(scores, -1)
-        return _finite_masked_softmax(scores, lens, dim=1)  # wrong axis
+        return finite_masked_softmax(scores, lens, dim=1)  # wrong axis
 
     return variant
 
@@ -158,19 +158,19 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
 
 
 def _luong_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, s = _size(spec, "batch_size"), _size(spec, "num_keys")
-    e, h, enc = (_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size"))
-    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
+    e, h, enc = (spec_size(spec, n) for n in ("embed_size", "num_hiddens", "enc_size"))
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     inputs = {
-        "y_emb": _randn((b, e), gen, dtype),
-        "h_prev": _randn((b, h), gen, dtype, 0.5),
-        "feed": _randn((b, h), gen, dtype, 0.5),
-        "enc_outputs": _randn((b, s, enc), gen, dtype),
+        "y_emb": seeded_randn((b, e), gen, dtype),
+        "h_prev": seeded_randn((b, h), gen, dtype, 0.5),
+        "feed": seeded_randn((b, h), gen, dtype, 0.5),
+        "enc_outputs": seeded_randn((b, s, enc), gen, dtype),
         "valid_lens": lens,
-        "W_a": _randn((h, enc), gen, dtype, 0.5),
-        "rnn": _gru_params(gen, dtype, e + h, h),
-        "W_c": _randn((h, enc + h), gen, dtype, 1 / math.sqrt(enc + h)),
+        "W_a": seeded_randn((h, enc), gen, dtype, 0.5),
+        "rnn": gru_params(gen, dtype, e + h, h),
+        "W_c": seeded_randn((h, enc + h), gen, dtype, 1 / math.sqrt(enc + h)),
     }
     label = (
         f"batch {b}, embed_size {e}, num_hiddens {h}, {s} source positions of size {enc}, "
@@ -182,10 +182,10 @@ def _luong_case(spec: dict[str, Any]) -> Case:
 def _luong_parts(inputs: dict[str, Any]) -> tuple[nn.Module, nn.GRUCell, Any]:
     """The package's LuongAttention ("general") with the case's W_a, its memory, and the GRU cell."""
     h, enc = inputs["W_a"].shape
-    attention = _package_attention("LuongAttention", "general", h, enc).to(inputs["W_a"].dtype)
+    attention = package_attention("LuongAttention", "general", h, enc).to(inputs["W_a"].dtype)
     attention.load_state_dict({"W_a.weight": inputs["W_a"]})
     memory = attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], inputs["valid_lens"])
-    return attention, _gru_cell(inputs["rnn"]), memory
+    return attention, gru_cell(inputs["rnn"]), memory
 
 
 def _luong_call(fn: Callable, inputs: dict[str, Any]) -> Any:
@@ -304,14 +304,14 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
 
 
 def _local_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = _generator(spec), _dtype(spec)
-    b, q, s = (_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
-    window = _size(spec, "window")
-    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, q, s = (spec_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
+    window = spec_size(spec, "window")
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     # p_t = S_i * sigmoid(...): a real position in [0, S_i), as the local-p decoder predicts it.
-    centres = lens[:, None].to(dtype) * torch.sigmoid(_randn((b, q), gen, dtype, 2.0))
+    centres = lens[:, None].to(dtype) * torch.sigmoid(seeded_randn((b, q), gen, dtype, 2.0))
     inputs = {
-        "scores": _randn((b, q, s), gen, dtype, 2.0),
+        "scores": seeded_randn((b, q, s), gen, dtype, 2.0),
         "centres": centres,
         "window": window,
         "valid_lens": lens,

@@ -15,8 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, _resolve
-from attn_course.checks.inputs import _generator, _lengths, _randn, _size
+from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course.checks.inputs import seeded_randn, spec_generator, spec_lengths, spec_size
 
 
 class ScriptedState(NamedTuple):
@@ -66,18 +66,18 @@ class ScriptedModel(nn.Module):
 
 
 def _greedy_case(spec: dict[str, Any]) -> Case:
-    gen = _generator(spec)
-    b, s = _size(spec, "batch_size"), _size(spec, "num_keys")
-    v, max_len = _size(spec, "vocab_size", 5), _size(spec, "max_len")
+    gen = spec_generator(spec)
+    b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
+    v, max_len = spec_size(spec, "vocab_size", 5), spec_size(spec, "max_len")
     bos, eos = 1, 2
-    lens = _lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     src = torch.randint(3, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
     steps = torch.zeros(max_len + 2, v)
     steps[:, eos] = (torch.arange(max_len + 2) - max_len / 3) * spec["eos_ramp"]  # <eos> likelier as t grows
     steps[:, [0, bos]] = -1e4  # <pad> and <bos> are never generated
     inputs = {
-        "source_logits": _randn((v, v), gen, torch.float32, 1.5),
-        "transitions": _randn((v, v), gen, torch.float32, 2.0),
+        "source_logits": seeded_randn((v, v), gen, torch.float32, 1.5),
+        "transitions": seeded_randn((v, v), gen, torch.float32, 2.0),
         "steps": steps,
         "src": src,
         "src_valid_lens": lens,
@@ -108,7 +108,7 @@ def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> Any:
 
 
 def _greedy_reference(inputs: dict[str, Any]) -> list[list[int]]:
-    hypotheses = _resolve("attn_course.decoding.greedy_decode")(
+    hypotheses = resolve("attn_course.decoding.greedy_decode")(
         _scripted_model(inputs),
         inputs["src"],
         inputs["src_valid_lens"],
@@ -262,11 +262,11 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
 
 
 def _beam_case(spec: dict[str, Any]) -> Case:
-    gen = _generator(spec)
-    b, k, v = _size(spec, "batch_size"), _size(spec, "beam_size"), _size(spec, "vocab_size")
+    gen = spec_generator(spec)
+    b, k, v = spec_size(spec, "batch_size"), spec_size(spec, "beam_size"), spec_size(spec, "vocab_size")
     if k > v:
         raise ValueError(f"beam_size must be <= vocab_size = {v}, got {k}")
-    log_probs = F.log_softmax(_randn((b, k, v), gen, torch.float64, 2.0), -1)
+    log_probs = F.log_softmax(seeded_randn((b, k, v), gen, torch.float64, 2.0), -1)
     if spec["first_step"]:  # only the first beam is alive: all beams start equal, expand one
         scores = torch.full((b, k), -math.inf, dtype=torch.float64)
         scores[:, 0] = 0.0

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from attn_course.validation import check_int
+
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
 
 _STATUS_TEXT = {PASSED: "Correct", FAILED: "Incorrect", NOT_ATTEMPTED: "Not attempted yet"}
@@ -336,7 +338,9 @@ def _library_dirs() -> tuple[str, ...]:
 _LIBRARY_DIRS = _library_dirs()
 
 
-def _is_learner_frame(filename: str) -> bool:
+def is_learner_frame(filename: str) -> bool:
+    """Whether a traceback frame of `filename` is the learner's code: a notebook cell or exec'd source, or a
+    file outside Python's library, torch and attn_course."""
     if filename.startswith("<frozen"):
         return False
     if filename.startswith("<"):
@@ -346,7 +350,7 @@ def _is_learner_frame(filename: str) -> bool:
 
 def summarize_exception(exc: BaseException) -> dict[str, str]:
     """type, message (shortened) and where: the learner's own line that led to the error, if any."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_learner_frame(f.filename)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_learner_frame(f.filename)]
     where = ""
     if frames:
         frame = frames[-1]
@@ -361,7 +365,7 @@ def summarize_exception(exc: BaseException) -> dict[str, str]:
 def _raised_by_learner(exc: BaseException) -> bool:
     """Whether the exception was raised in the learner's own code (not inside torch or the package)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and _is_learner_frame(frames[-1].filename)
+    return bool(frames) and is_learner_frame(frames[-1].filename)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -463,8 +467,7 @@ class Exercise:
                     "expected only 'seeds' and 'cases'"
                 )
             for seed in hidden.get("seeds", ()):
-                if isinstance(seed, bool) or not isinstance(seed, int):
-                    raise ValueError(f"hidden seeds for {self.key} must be ints, got {seed!r}")
+                check_int(f"a hidden seed for {self.key}", seed)
                 specs += [dict(self.defaults, **dict(s, seed=seed)) for s in self.specs]
             for extra in hidden.get("cases", ()):
                 wrong = set(extra) - set(self.defaults)
@@ -591,7 +594,7 @@ class Exercise:
     def evaluate(self, answer: Any, hidden: Mapping[str, Any] | None = None) -> CheckResult:
         """Check `answer` in this process (what `check()` does, without displaying anything)."""
         for dotted in self.package:
-            if answer is _resolve(dotted):
+            if answer is resolve(dotted):
                 return self._result(
                     FAILED,
                     f"that is the package's own `{dotted}`; the exercise is to write `{self.name}` yourself.",
@@ -646,7 +649,7 @@ class Exercise:
         )
 
 
-def _resolve(dotted: str) -> Any:
+def resolve(dotted: str) -> Any:
     """The module or object behind a dotted name, e.g. 'attn_course.masking.sequence_mask'."""
     import importlib
 

@@ -1,9 +1,9 @@
 """Seeded input builders shared by the exercises of every chapter.
 
-Each of `_generator`, `_dtype`, `_size` and `_lengths` reads one key of a case's spec and says which key is
-wrong when it is; `_randn` builds tensors and `_lens_text` describes valid lengths in a case's label. The
-rest build what several chapters' references and mistake variants use: padding masks, masked softmaxes
-(d2l's and a finite one), the package's attention modules, and GRU cells from seeded weights.
+Each of `spec_generator`, `spec_dtype`, `spec_size` and `spec_lengths` reads one key of a case's spec and
+says which key is wrong when it is; `seeded_randn` builds tensors and `lens_text` describes valid lengths in a
+case's label. The rest build what several chapters' references and mistake variants use: padding masks,
+masked softmaxes (d2l's and a finite one), the package's attention modules, and GRU cells from seeded weights.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import _resolve
+from attn_course.checks.core import resolve
+from attn_course.validation import check_int
 
 _DTYPES = {
     "float16": torch.float16,
@@ -29,28 +30,25 @@ _DTYPES = {
 }
 
 
-def _generator(spec: Mapping[str, Any]) -> torch.Generator:
-    seed = spec["seed"]
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an int, got {seed!r}")
-    return torch.Generator().manual_seed(seed)
+def spec_generator(spec: Mapping[str, Any]) -> torch.Generator:
+    """A torch.Generator seeded with the spec's "seed" (an int)."""
+    return torch.Generator().manual_seed(check_int("seed", spec["seed"]))
 
 
-def _dtype(spec: Mapping[str, Any], key: str = "dtype") -> torch.dtype:
+def spec_dtype(spec: Mapping[str, Any], key: str = "dtype") -> torch.dtype:
+    """The torch dtype the spec names under `key` ("float32", "int64", ...)."""
     name = spec[key]
     if name not in _DTYPES:
         raise ValueError(f"{key} must be one of {sorted(_DTYPES)}, got {name!r}")
     return _DTYPES[name]
 
 
-def _size(spec: Mapping[str, Any], key: str, low: int = 1) -> int:
-    value = spec[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{key} must be an int >= {low}, got {value!r}")
-    return value
+def spec_size(spec: Mapping[str, Any], key: str, low: int = 1) -> int:
+    """The spec's `key`, an int >= low (a batch size, a number of keys, ...)."""
+    return check_int(key, spec[key], low=low)
 
 
-def _lengths(
+def spec_lengths(
     value: Any, shape: tuple[int, ...], num_keys: int, gen: torch.Generator, key: str, low: int = 0
 ) -> torch.Tensor | None:
     """valid_lens from a spec: None, "random" (uniform in [low, num_keys]) or explicit nested lists."""
@@ -64,20 +62,22 @@ def _lengths(
     return lens
 
 
-def _randn(
+def seeded_randn(
     shape: Sequence[int], gen: torch.Generator, dtype: torch.dtype = torch.float32, scale: float = 1.0
 ) -> torch.Tensor:
+    """Normal samples of `shape` times `scale`, drawn in float64 (the same numbers for every dtype)."""
     return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
 
 
-def _lens_text(lens: torch.Tensor | None) -> str:
+def lens_text(lens: torch.Tensor | None) -> str:
+    """valid_lens in words for a case's label: "valid_lens (batch_size,) = [2, 0]"."""
     if lens is None:
         return "valid_lens None"
     form = "(batch_size,)" if lens.dim() == 1 else "(batch_size, num_queries)"
     return f"valid_lens {form} = {lens.tolist()}"
 
 
-def _keep_mask(lens: torch.Tensor | None, num_queries: int, num_keys: int) -> torch.Tensor | None:
+def keep_mask(lens: torch.Tensor | None, num_queries: int, num_keys: int) -> torch.Tensor | None:
     """(batch, num_queries, num_keys) bool, True at real keys; None when nothing is masked."""
     if lens is None:
         return None
@@ -85,40 +85,43 @@ def _keep_mask(lens: torch.Tensor | None, num_queries: int, num_keys: int) -> to
     return (torch.arange(num_keys) < per_query).expand(-1, num_queries, -1)
 
 
-def _d2l_masked_softmax(
+def d2l_masked_softmax(
     scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1, fill: float = -1e6
 ) -> torch.Tensor:
     """d2l's masked_softmax: fill padded scores with `fill` (in the scores' dtype), softmax over `dim`."""
     if lens is None:
         return F.softmax(scores, dim=dim)
-    keep = _keep_mask(lens, scores.shape[1], scores.shape[2])
+    keep = keep_mask(lens, scores.shape[1], scores.shape[2])
     return F.softmax(scores.masked_fill(~keep, fill), dim=dim)
 
 
-def _finite_masked_softmax(scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
+def finite_masked_softmax(scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
     """A masked softmax over any axis that fills with the lowest finite value and zeroes padding after."""
     if lens is None:
         return F.softmax(scores, dim=dim)
-    keep = _keep_mask(lens, scores.shape[1], scores.shape[2])
+    keep = keep_mask(lens, scores.shape[1], scores.shape[2])
     filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
     return F.softmax(filled, dim=dim) * keep
 
 
-def _package_attention(name: str, *args: Any) -> nn.Module:
-    return getattr(_resolve("attn_course.attention"), name)(*args).eval()
+def package_attention(name: str, *args: Any) -> nn.Module:
+    """The package's attention layer `name` (e.g. "AdditiveAttention") built from `args`, in eval mode."""
+    return getattr(resolve("attn_course.attention"), name)(*args).eval()
 
 
-def _gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden: int) -> dict[str, Any]:
+def gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden: int) -> dict[str, Any]:
+    """Seeded weights and biases of a GRU cell, named as nn.GRUCell's state_dict names them."""
     scale = 1 / math.sqrt(hidden)
     return {
-        "weight_ih": _randn((3 * hidden, input_size), gen, dtype, scale),
-        "weight_hh": _randn((3 * hidden, hidden), gen, dtype, scale),
-        "bias_ih": _randn((3 * hidden,), gen, dtype, scale),
-        "bias_hh": _randn((3 * hidden,), gen, dtype, scale),
+        "weight_ih": seeded_randn((3 * hidden, input_size), gen, dtype, scale),
+        "weight_hh": seeded_randn((3 * hidden, hidden), gen, dtype, scale),
+        "bias_ih": seeded_randn((3 * hidden,), gen, dtype, scale),
+        "bias_hh": seeded_randn((3 * hidden,), gen, dtype, scale),
     }
 
 
-def _gru_cell(params: dict[str, torch.Tensor]) -> nn.GRUCell:
+def gru_cell(params: dict[str, torch.Tensor]) -> nn.GRUCell:
+    """An nn.GRUCell holding `params` (from `gru_params`)."""
     hidden3, input_size = params["weight_ih"].shape
     cell = nn.GRUCell(input_size, hidden3 // 3).to(params["weight_ih"].dtype)
     cell.load_state_dict(params)
