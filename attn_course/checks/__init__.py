@@ -63,9 +63,6 @@ from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py us
     summarize_exception,
 )
 
-# The names grading.py knew these two by, until it imports the public ones.
-_resolve, _is_learner_frame = resolve, is_learner_frame
-
 # ----------------------------------------------------------------------------------------------------
 # Registry
 

@@ -223,7 +223,7 @@ def _switch_off(dotted: str, key: str, name: str) -> None:
         return
 
     def switched_off(*args: Any, **kwargs: Any) -> Any:
-        if checks._is_learner_frame(sys._getframe(1).f_code.co_filename):
+        if checks.is_learner_frame(sys._getframe(1).f_code.co_filename):
             raise RuntimeError(
                 f"{dotted} is switched off while grading: {key} asks you to write `{name}` yourself"
             )
@@ -245,7 +245,7 @@ def _call_exercise(
 ) -> None:
     """Call the learner's answer on every case (each with its own timer); save the attempts as plain data."""
     answer = namespace.get(exercise.name)
-    copied = next((d for d in exercise.package if answer is not None and answer is checks._resolve(d)), None)
+    copied = next((d for d in exercise.package if answer is not None and answer is checks.resolve(d)), None)
     if answer is None:
         attempts: Any = {"missing": True}
     elif copied is not None:  # the package's own (switched-off) function, imported under the exercise's name
