@@ -45,7 +45,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
-from attn_course.checks.core import (  # noqa: F401 - re-exported; grading.py uses resolve and is_learner_frame
+from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
     MAX_ITEMS,
