@@ -334,7 +334,7 @@ def _processor() -> str:
     return platform.processor()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attn_course.robustness", description=__doc__.split("\n")[0]
     )
@@ -363,7 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="keep the runs already in --out and run only the settings it lacks",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     for chapter in args.chapters:
         notebook(chapter)
     kernels = args.kernels or default_kernels()
