@@ -11,8 +11,8 @@ from attn_course.decoders import BahdanauDecoder, LuongDecoder, PlainDecoder
 from attn_course.decoding import beam_search, greedy_decode, translate
 from attn_course.encoders import Encoder, EncoderOutput
 from attn_course.masking import masked_softmax, sequence_mask
-from attn_course.seq2seq import Seq2Seq, build_model
-from attn_course.training import load_checkpoint, masked_cross_entropy, recipe, save_checkpoint, train
+from attn_course.seq2seq import ModelConfig, Seq2Seq, build_model
+from attn_course.training import TrainConfig, load_checkpoint, masked_cross_entropy, save_checkpoint, train
 
 __version__ = "0.1.0"
 
@@ -25,8 +25,10 @@ __all__ = [
     "LuongAttention",
     "LuongDecoder",
     "Memory",
+    "ModelConfig",
     "PlainDecoder",
     "Seq2Seq",
+    "TrainConfig",
     "__version__",
     "beam_search",
     "build_model",
@@ -34,7 +36,6 @@ __all__ = [
     "load_checkpoint",
     "masked_cross_entropy",
     "masked_softmax",
-    "recipe",
     "save_checkpoint",
     "sequence_mask",
     "train",

@@ -62,7 +62,7 @@ def _claims(*claims: Claim) -> dict[str, Claim]:
 
 #: Every claim of the chapters about a trained model, by key ("chNN.name").
 CLAIMS: dict[str, Claim] = _claims(
-    # Chapter 3: the encoder-decoder without attention (experiments.CHAPTER_TRAIN).
+    # Chapter 3: the encoder-decoder without attention (chapters.CHAPTER_RECIPE).
     Claim(
         "ch03.val_loss_drop",
         "no attention: validation loss falls from the first epoch to the last (nats per token)",

@@ -21,6 +21,13 @@ from attn_course.grading import Limits, SubmissionGrade, check_hidden, collect, 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attn-course", description="Tools for the attention course.")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_grade(commands)
+    _add_hidden_template(commands)
+    return parser
+
+
+def _add_grade(commands: argparse._SubParsersAction) -> None:
+    """The `grade` command: what to grade, where to write, and the limits of each submission's process."""
     g = commands.add_parser(
         "grade",
         help="grade exercise notebooks with the course's checks, safely",
@@ -84,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
         help="most a cell may print (default %(default)s)",
     )
     g.add_argument("--quiet", action="store_true", help="print only the summary line")
+
+
+def _add_hidden_template(commands: argparse._SubParsersAction) -> None:
+    """The `hidden-template` command: a --hidden file to start from."""
     t = commands.add_parser(
         "hidden-template",
         help="print a --hidden file to start from: every exercise with the keys its cases accept",
@@ -98,7 +109,6 @@ def _parser() -> argparse.ArgumentParser:
         choices=checks.chapters(),
         help="only these chapters (repeatable)",
     )
-    return parser
 
 
 def hidden_template(chapters: Sequence[int] | None) -> dict:

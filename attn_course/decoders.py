@@ -82,10 +82,6 @@ class Decoder(nn.Module, ABC):
                             ("num_hiddens", num_hiddens), ("num_layers", num_layers), ("enc_size", enc_size)]:
             check_positive_int(name, value)
         check_probability("dropout", dropout, allow_one=False)
-        # The constructor's arguments, so a checkpoint can rebuild the module; subclasses add theirs.
-        self.hparams = {"vocab_size": vocab_size, "embed_size": embed_size, "num_hiddens": num_hiddens,
-                        "num_layers": num_layers, "enc_size": enc_size, "cell": cell, "dropout": dropout,
-                        "pad": pad}
         self.vocab_size, self.embed_size, self.num_hiddens = vocab_size, embed_size, num_hiddens
         self.num_layers, self.enc_size, self.cell, self.pad = num_layers, enc_size, cell, pad
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad)
@@ -206,7 +202,6 @@ class BahdanauDecoder(Decoder):
                  pad: int = 0):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + enc_size, cell=cell, dropout=dropout, pad=pad)
-        self.hparams["attn_hiddens"] = attn_hiddens
         self.attention = AdditiveAttention(enc_size, num_hiddens, attn_hiddens or num_hiddens)
         self.output = nn.Linear(num_hiddens + enc_size + embed_size, vocab_size)
 
@@ -281,8 +276,6 @@ class LuongDecoder(Decoder):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + (num_hiddens if input_feeding else 0), cell=cell,
                          dropout=dropout, pad=pad)
-        self.hparams.update(score=score, input_feeding=input_feeding, attention=attention, window=window,
-                            attn_hiddens=attn_hiddens, max_len=max_len)
         self.score, self.input_feeding, self.alignment, self.window = score, input_feeding, attention, window
         concat_hiddens = (attn_hiddens or num_hiddens) if score == "concat" else None
         self.attention = LuongAttention(score, num_hiddens, enc_size, num_hiddens=concat_hiddens,

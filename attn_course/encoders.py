@@ -30,7 +30,7 @@ class EncoderOutput(NamedTuple):
     """What the encoder hands to a decoder.
 
     outputs:    (batch_size, S, enc_size) top-layer annotations h_1..h_S; exactly zero at padded positions.
-    state:      the decoder's initial state s_0 (after the bridge): (num_layers, batch_size, dec_hiddens),
+    state:      the decoder's initial state s_0 (after the bridge): (num_layers, batch_size, decoder_hiddens),
                 or the pair (h_0, c_0) of such tensors for an LSTM.
     valid_lens: (batch_size,) long, the number of real source positions of each sentence.
     """
@@ -44,7 +44,8 @@ class Encoder(nn.Module):
     """Embedding + GRU/LSTM (optionally bidirectional) over packed sequences, with a bridge to s_0.
 
     forward(src (batch_size, S) long, src_valid_lens (batch_size,) long) -> EncoderOutput with
-    outputs (batch_size, S, enc_size), enc_size = num_hiddens * (2 if bidirectional else 1).
+    outputs (batch_size, S, enc_size), enc_size = num_hiddens * (2 if bidirectional else 1): num_hiddens
+    units per direction. The bridge maps to decoder_hiddens, the decoder's units (default num_hiddens).
 
     Bidirectional annotations are h_j = [h→_j; h←_j] (Bahdanau et al. 2014, sec. 3.2). The bridge maps
     each layer's final state to the decoder's initial state, s_0 = tanh(W_s [h→_S; h←_1]) — Bahdanau's
@@ -63,7 +64,7 @@ class Encoder(nn.Module):
         bidirectional: bool = False,
         dropout: float = 0.0,
         pad: int = 0,
-        dec_hiddens: int | None = None,
+        decoder_hiddens: int | None = None,
     ):
         super().__init__()
         if cell not in CELLS:
@@ -72,24 +73,21 @@ class Encoder(nn.Module):
                             ("num_hiddens", num_hiddens), ("num_layers", num_layers)]:
             check_positive_int(name, value)
         check_probability("dropout", dropout, allow_one=False)
-        # The constructor's arguments, so a checkpoint can rebuild the module (attn_course.training).
-        self.hparams = {"vocab_size": vocab_size, "embed_size": embed_size, "num_hiddens": num_hiddens,
-                        "num_layers": num_layers, "cell": cell, "bidirectional": bidirectional,
-                        "dropout": dropout, "pad": pad, "dec_hiddens": dec_hiddens}
         self.cell, self.bidirectional, self.pad = cell, bidirectional, pad
         self.num_hiddens, self.num_layers = num_hiddens, num_layers
         self.num_directions = 2 if bidirectional else 1
         self.enc_size = num_hiddens * self.num_directions
-        self.dec_hiddens = num_hiddens if dec_hiddens is None else dec_hiddens
+        self.decoder_hiddens = num_hiddens if decoder_hiddens is None else decoder_hiddens
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad)
         self.dropout = nn.Dropout(dropout)
         self.rnn = CELLS[cell](embed_size, num_hiddens, num_layers, batch_first=True,
                                bidirectional=bidirectional, dropout=dropout if num_layers > 1 else 0.0)
-        self.bridge = nn.Linear(self.enc_size, self.dec_hiddens)
-        self.bridge_cell = nn.Linear(self.enc_size, self.dec_hiddens) if cell == "lstm" else None
+        self.bridge = nn.Linear(self.enc_size, self.decoder_hiddens)
+        self.bridge_cell = nn.Linear(self.enc_size, self.decoder_hiddens) if cell == "lstm" else None
 
     def _bridge(self, final: Tensor, linear: nn.Linear) -> Tensor:
-        """Final states (num_layers * num_directions, B, H) -> (num_layers, B, dec_hiddens): tanh(W[→; ←])."""
+        """tanh(W[→; ←]) of the final states: (num_layers * num_directions, B, H) ->
+        (num_layers, B, decoder_hiddens)."""
         batch_size = final.shape[1]
         # nn.GRU orders h_n as (layer0 fwd, layer0 bwd, layer1 fwd, ...): group the directions of each layer.
         final = final.view(self.num_layers, self.num_directions, batch_size, self.num_hiddens)

@@ -44,9 +44,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from attn_course import experiments
 from attn_course.claims import CLAIMS, Claim, read_lines
 from attn_course.runtime import ARTIFACTS_VARIABLE, SEED_VARIABLE
+from attn_course.study import load_results as load_study_results
 
 RESULTS_FORMAT = "attn_course.robustness/1"
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -315,7 +315,7 @@ def _results(matrix: dict[str, Any], runs: list[dict[str, Any]], seconds: float)
 
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read results written by this module, checking their format."""
-    return experiments.load_results(path, RESULTS_FORMAT)
+    return load_study_results(path, RESULTS_FORMAT)
 
 
 def _torch_version() -> str:
@@ -334,7 +334,7 @@ def _processor() -> str:
     return platform.processor()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attn_course.robustness", description=__doc__.split("\n")[0]
     )
@@ -363,7 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="keep the runs already in --out and run only the settings it lacks",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     for chapter in args.chapters:
         notebook(chapter)
     kernels = args.kernels or default_kernels()

@@ -44,7 +44,7 @@ def seed_everything(seed: int) -> torch.Generator:
 
 #: The environment variable that picks the chapters' model seed (default 0, the seed of the stored outputs).
 SEED_VARIABLE = "ATTN_COURSE_SEED"
-#: The environment variable that moves the folder where chapters keep trained models (default artifacts/).
+#: The environment variable that moves the folder where chapters keep trained models (`artifacts_dir`).
 ARTIFACTS_VARIABLE = "ATTN_COURSE_ARTIFACTS"
 
 
@@ -65,11 +65,15 @@ def course_seed() -> int:
 
 
 def artifacts_dir() -> Path:
-    """The folder where chapters keep the models they train: $ATTN_COURSE_ARTIFACTS, or artifacts/ at the
-    top of the course (git-ignored). A second run under another CPU kernel points it elsewhere, so that it
-    trains its own models instead of loading the first run's."""
+    """The folder where chapters keep the models they train: $ATTN_COURSE_ARTIFACTS, or attn-course/ in the
+    user's cache ($XDG_CACHE_HOME, default ~/.cache), never inside the installed package. A second run
+    under another CPU kernel points $ATTN_COURSE_ARTIFACTS elsewhere, so that it trains its own models
+    instead of loading the first run's. The folder is created by whoever saves into it."""
     value = os.environ.get(ARTIFACTS_VARIABLE)
-    return Path(value) if value else Path(__file__).resolve().parent.parent / "artifacts"
+    if value:
+        return Path(value)
+    cache = os.environ.get("XDG_CACHE_HOME")
+    return (Path(cache) if cache else Path.home() / ".cache") / "attn-course"
 
 
 @contextmanager

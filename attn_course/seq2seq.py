@@ -1,7 +1,9 @@
-"""The encoder-decoder model: an Encoder and one of the decoders, checked to fit each other."""
+"""The encoder-decoder model: an Encoder and one of the decoders, checked to fit each other, built from a
+`ModelConfig` (the hyper-parameters a checkpoint records)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 from torch import Tensor, nn
@@ -14,7 +16,63 @@ DECODERS: dict[str, type[Decoder]] = {
     "bahdanau": BahdanauDecoder,
     "luong": LuongDecoder,
 }
-"""The decoder behind each ``kind`` of `build_model` (and of a checkpoint's config)."""
+"""The decoder behind each ``kind`` of a `ModelConfig`."""
+
+DECODER_OPTIONS: dict[str, tuple[str, ...]] = {
+    "plain": (),
+    "bahdanau": ("attn_hiddens",),
+    "luong": ("score", "input_feeding", "attention", "window", "attn_hiddens", "max_len"),
+}
+"""The `ModelConfig` fields that only some decoders read, by ``kind``."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything that defines a model's architecture: `Seq2Seq.from_config` builds it, and a checkpoint
+    stores ``dataclasses.asdict`` of it to rebuild the model (`attn_course.training.save_checkpoint`).
+
+    kind: "plain" (no attention), "bahdanau" or "luong". The encoder has encoder_hiddens units per
+    direction; bidirectional defaults (None) to the paper's choice: True for "bahdanau" (and for "plain", so
+    that the baseline differs from it only by attention), False for "luong" (a stacked unidirectional
+    encoder). The decoder has decoder_hiddens units (None: encoder_hiddens); the encoder's bridge maps its
+    final state to that size. The decoder options (None: the decoder's default) are attn_hiddens
+    ("bahdanau", "luong" with the concat score) and, for "luong", score, input_feeding, attention, window and
+    max_len (see `attn_course.decoders.LuongDecoder`); setting one that the kind does not read is an error.
+    """
+
+    kind: str
+    src_vocab_size: int
+    tgt_vocab_size: int
+    embed_size: int = 64
+    encoder_hiddens: int = 128
+    decoder_hiddens: int | None = None
+    num_layers: int = 1
+    cell: str = "gru"
+    bidirectional: bool | None = None
+    dropout: float = 0.0
+    src_pad: int = 0
+    tgt_pad: int = 0
+    attn_hiddens: int | None = None
+    score: str | None = None
+    input_feeding: bool | None = None
+    attention: str | None = None
+    window: int | None = None
+    max_len: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in DECODERS:
+            raise ValueError(f"kind={self.kind!r}, expected one of {sorted(DECODERS)}")
+        for name in DECODER_OPTIONS["luong"]:
+            value = getattr(self, name)
+            if value is not None and name not in DECODER_OPTIONS[self.kind]:
+                readers = sorted(k for k, names in DECODER_OPTIONS.items() if name in names)
+                raise ValueError(f"{name}={value!r} is an option of {' and '.join(readers)} models, "
+                                 f"got kind={self.kind!r}")
+
+    def decoder_options(self) -> dict[str, Any]:
+        """The decoder options that are set, as keyword arguments of the decoder class."""
+        return {name: getattr(self, name) for name in DECODER_OPTIONS[self.kind]
+                if getattr(self, name) is not None}
 
 
 class Seq2Seq(nn.Module):
@@ -24,7 +82,7 @@ class Seq2Seq(nn.Module):
     logits (batch_size, T, tgt_vocab_size); attention (batch_size, T, S), or None for a PlainDecoder.
     """
 
-    def __init__(self, encoder: Encoder, decoder: Decoder):
+    def __init__(self, encoder: Encoder, decoder: Decoder, *, config: ModelConfig | None = None):
         super().__init__()
         kind = next((k for k, cls in DECODERS.items() if type(decoder) is cls), None)
         if not isinstance(encoder, Encoder) or kind is None:
@@ -34,28 +92,29 @@ class Seq2Seq(nn.Module):
         pairs = [("enc_size", encoder.enc_size, decoder.enc_size),
                  ("num_layers", encoder.num_layers, decoder.num_layers),
                  ("cell", encoder.cell, decoder.cell),
-                 ("dec_hiddens / num_hiddens", encoder.dec_hiddens, decoder.num_hiddens)]
+                 ("decoder_hiddens / num_hiddens", encoder.decoder_hiddens, decoder.num_hiddens)]
         for name, enc_value, dec_value in pairs:
             if enc_value != dec_value:
                 raise ValueError(f"encoder and decoder disagree on {name}: encoder {enc_value!r}, "
                                  f"decoder {dec_value!r}")
         self.encoder, self.decoder, self.kind = encoder, decoder, kind
-
-    @property
-    def config(self) -> dict[str, Any]:
-        """Everything needed to rebuild the model (without weights): plain Python values."""
-        return {"kind": self.kind, "encoder": dict(self.encoder.hparams),
-                "decoder": dict(self.decoder.hparams)}
+        #: The config the model was built from (by `from_config`); None when assembled from modules.
+        self.config = config
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> Seq2Seq:
-        """A freshly initialised model from `config` (as returned by the ``config`` property)."""
-        if not isinstance(config, dict) or set(config) != {"kind", "encoder", "decoder"}:
-            keys = sorted(config) if isinstance(config, dict) else type(config).__name__
-            raise ValueError(f"config has keys {keys}, expected ['decoder', 'encoder', 'kind']")
-        if config["kind"] not in DECODERS:
-            raise ValueError(f"config['kind'] is {config['kind']!r}, expected one of {sorted(DECODERS)}")
-        return cls(Encoder(**config["encoder"]), DECODERS[config["kind"]](**config["decoder"]))
+    def from_config(cls, config: ModelConfig) -> Seq2Seq:
+        """A freshly initialised model of the architecture `config` describes."""
+        if not isinstance(config, ModelConfig):
+            raise ValueError(f"config is a {type(config).__name__}, expected a ModelConfig")
+        bidirectional = config.kind != "luong" if config.bidirectional is None else config.bidirectional
+        encoder = Encoder(config.src_vocab_size, config.embed_size, config.encoder_hiddens, config.num_layers,
+                          cell=config.cell, bidirectional=bidirectional, dropout=config.dropout,
+                          pad=config.src_pad, decoder_hiddens=config.decoder_hiddens)
+        decoder = DECODERS[config.kind](
+            config.tgt_vocab_size, config.embed_size, encoder.decoder_hiddens, config.num_layers,
+            enc_size=encoder.enc_size, cell=config.cell, dropout=config.dropout, pad=config.tgt_pad,
+            **config.decoder_options())
+        return cls(encoder, decoder, config=config)
 
     def encode(self, src: Tensor, src_valid_lens: Tensor) -> EncoderOutput:
         """src (batch_size, S) long, src_valid_lens (batch_size,) long -> EncoderOutput."""
@@ -66,37 +125,16 @@ class Seq2Seq(nn.Module):
         return self.decoder(tgt_in, self.encoder(src, src_valid_lens))
 
 
-def build_model(
-    kind: str,
-    src_vocab_size: int,
-    tgt_vocab_size: int,
-    *,
-    embed_size: int = 64,
-    num_hiddens: int = 128,
-    num_layers: int = 1,
-    cell: str = "gru",
-    bidirectional: bool | None = None,
-    dec_hiddens: int | None = None,
-    dropout: float = 0.0,
-    src_pad: int = 0,
-    tgt_pad: int = 0,
-    **decoder_options: Any,
-) -> Seq2Seq:
+def build_model(kind: str, src_vocab_size: int, tgt_vocab_size: int, **sizes_and_options: Any) -> Seq2Seq:
     """Build an encoder-decoder of ``kind`` "plain", "bahdanau" or "luong" with matching sizes.
 
-    bidirectional defaults to the paper's choice: True for "bahdanau" (and for "plain", so that the
-    baseline differs from it only by attention), False for "luong" (a stacked unidirectional encoder).
-    The decoder has dec_hiddens units (default num_hiddens); the encoder's bridge maps to that size.
-    decoder_options go to the decoder: e.g. attn_hiddens (bahdanau, luong concat), and for luong
-    score, input_feeding, attention, window, max_len (see `LuongDecoder`).
+    The keyword arguments are the other fields of `ModelConfig` (embed_size, encoder_hiddens,
+    decoder_hiddens, num_layers, cell, bidirectional, dropout, the decoder options...):
+    ``build_model("bahdanau", 30, 40, embed_size=32, encoder_hiddens=64)``.
     """
-    if kind not in DECODERS:
-        raise ValueError(f"kind={kind!r}, expected one of {sorted(DECODERS)}")
-    if bidirectional is None:
-        bidirectional = kind != "luong"
-    encoder = Encoder(src_vocab_size, embed_size, num_hiddens, num_layers, cell=cell,
-                      bidirectional=bidirectional, dropout=dropout, pad=src_pad, dec_hiddens=dec_hiddens)
-    decoder = DECODERS[kind](tgt_vocab_size, embed_size, encoder.dec_hiddens, num_layers,
-                             enc_size=encoder.enc_size, cell=cell, dropout=dropout, pad=tgt_pad,
-                             **decoder_options)
-    return Seq2Seq(encoder, decoder)
+    known = [f.name for f in fields(ModelConfig)][3:]
+    unknown = sorted(set(sizes_and_options) - set(known))
+    if unknown:
+        raise ValueError(f"build_model got unknown options {unknown}, expected some of {known} (the encoder "
+                         "has encoder_hiddens units per direction, the decoder decoder_hiddens)")
+    return Seq2Seq.from_config(ModelConfig(kind, src_vocab_size, tgt_vocab_size, **sizes_and_options))

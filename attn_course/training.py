@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,27 @@ from torch.nn import functional as F
 from tqdm.auto import tqdm
 
 from attn_course.runtime import eval_mode, get_device, seed_everything
-from attn_course.seq2seq import Seq2Seq
+from attn_course.seq2seq import ModelConfig, Seq2Seq
 from attn_course.validation import check_int, check_number
 
-CHECKPOINT_FORMAT = "attn_course.seq2seq/1"
+#: The checkpoint layout: format 2 records `dataclasses.asdict` of the model's `ModelConfig` (format 1, before
+#: it, recorded each module's arguments); a file of another format is refused with a clear error.
+CHECKPOINT_FORMAT = "attn_course.seq2seq/2"
 
 Callback = Callable[[int, "History", Seq2Seq], "bool | None"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a model is trained: `epochs` passes over batches of `batch_size` sentence pairs, Adam with
+    learning rate `lr`, multiplied by `lr_decay` after every epoch (None: a constant rate), gradients
+    clipped to norm `clip` (None: not clipped). The arguments of `train`, plus the loader's batch size."""
+
+    epochs: int = 12
+    batch_size: int = 64
+    lr: float = 5e-3
+    lr_decay: float | None = None
+    clip: float | None = 1.0
 
 
 def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor, *,
@@ -159,35 +174,13 @@ def train(
     optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
     scheduler = None if lr_decay is None else torch.optim.lr_scheduler.ExponentialLR(optimizer, lr_decay)
     history = History()
-    try:
-        num_batches = len(loader)
-    except TypeError:
-        num_batches = None
-    # Redrawn at most twice a second: in a notebook every redraw is a widget message, and a kernel that
-    # sends thousands of them during one cell can lose messages (ZMQ's high-water mark) before a front
-    # end such as nbval, which reads them only when the cell ends, gets to them.
-    bar = tqdm(total=None if num_batches is None else epochs * num_batches, disable=not progress,
-               leave=False, desc="training", unit="batch", mininterval=0.5)
+    bar = _progress_bar(loader, epochs, progress)
     try:
         for epoch in range(epochs):
             wall, cpu = time.perf_counter(), time.process_time()
-            model.train()
-            total, tokens = 0.0, 0
-            for batch in loader:
-                src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
-                logits, _ = model(src, src_valid_lens, tgt_in)
-                loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if clip is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), clip)
-                optimizer.step()
-                n, value = int(tgt_valid_lens.sum()), loss.item()
-                history.step_loss.append(value)
-                total, tokens = total + value * n, tokens + n
-                bar.update(1)
-                bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}", refresh=False)
-            history.train_loss.append(total / max(tokens, 1))
+            step_loss, train_loss = _train_epoch(model, loader, optimizer, clip, device, bar, epoch)
+            history.step_loss.extend(step_loss)
+            history.train_loss.append(train_loss)
             if scheduler is not None:
                 scheduler.step()
             if val_loader is not None:
@@ -202,70 +195,71 @@ def train(
     return history
 
 
+def _progress_bar(loader: Iterable, epochs: int, progress: bool) -> tqdm:
+    """A bar over every batch of every epoch (no total when the loader has no length)."""
+    try:
+        num_batches = len(loader)
+    except TypeError:
+        num_batches = None
+    # Redrawn at most twice a second: in a notebook every redraw is a widget message, and a kernel that
+    # sends thousands of them during one cell can lose messages (ZMQ's high-water mark) before a front
+    # end such as nbval, which reads them only when the cell ends, gets to them.
+    return tqdm(total=None if num_batches is None else epochs * num_batches, disable=not progress,
+                leave=False, desc="training", unit="batch", mininterval=0.5)
+
+
+def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimizer, clip: float | None,
+                 device: torch.device, bar: tqdm, epoch: int) -> tuple[list[float], float]:
+    """One pass of teacher forcing over `loader`: the loss of every batch, and the epoch's mean loss per
+    real target token."""
+    model.train()
+    step_loss, total, tokens = [], 0.0, 0
+    for batch in loader:
+        src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
+        logits, _ = model(src, src_valid_lens, tgt_in)
+        loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        n, value = int(tgt_valid_lens.sum()), loss.item()
+        step_loss.append(value)
+        total, tokens = total + value * n, tokens + n
+        bar.update(1)
+        bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}", refresh=False)
+    return step_loss, total / max(tokens, 1)
+
+
 def save_checkpoint(model: Seq2Seq, path: str | Path, **metadata: Any) -> Path:
     """Save the model's config and weights (and plain-Python metadata, e.g. vocab tokens) to `path`.
 
-    The file holds only tensors and plain values (no pickled classes), so `load_checkpoint` reads it
-    with torch.load(weights_only=True) and rebuilds the model from the config.
+    The file holds only tensors and plain values (no pickled classes): ``asdict`` of the model's
+    `ModelConfig`, so `load_checkpoint` reads it with torch.load(weights_only=True) and rebuilds the model.
     """
+    if not isinstance(model.config, ModelConfig):
+        raise ValueError("the model has no ModelConfig (it was assembled from modules): build it with "
+                         "attn_course.seq2seq.build_model or Seq2Seq.from_config to save it")
     path = Path(path)
     state = {key: value.detach().cpu() for key, value in model.state_dict().items()}
-    torch.save({"format": CHECKPOINT_FORMAT, "config": model.config, "state_dict": state,
+    torch.save({"format": CHECKPOINT_FORMAT, "config": asdict(model.config), "state_dict": state,
                 "metadata": metadata}, path)
     return path
 
 
 def load_checkpoint(path: str | Path, *, device: torch.device | str | None = None
                     ) -> tuple[Seq2Seq, dict[str, Any]]:
-    """Rebuild a model saved by `save_checkpoint`: returns (model in eval mode on `device`, metadata)."""
+    """Rebuild a model saved by `save_checkpoint`: returns (model in eval mode on `device`, metadata).
+
+    A file of another format (another program's, or one saved by an older attn_course) is refused with a
+    ValueError that names its format: train the model again.
+    """
     checkpoint = torch.load(Path(path), map_location="cpu", weights_only=True)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != CHECKPOINT_FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
-        raise ValueError(f"{path} is not an attn_course checkpoint: format {found!r}, "
-                         f"expected {CHECKPOINT_FORMAT!r}")
-    model = Seq2Seq.from_config(checkpoint["config"])
+        raise ValueError(f"{path} is not an attn_course checkpoint of this version: format {found!r}, "
+                         f"expected {CHECKPOINT_FORMAT!r} (train the model again)")
+    model = Seq2Seq.from_config(ModelConfig(**checkpoint["config"]))
     model.load_state_dict(checkpoint["state_dict"])
     device = get_device() if device is None else torch.device(device)
     return model.to(device).eval(), checkpoint["metadata"]
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """Sizes and settings that train a Bahdanau model on the toy corpus to BLEU >= 90 in minutes of CPU.
-
-    Measured (1 torch thread on a shared 2-core CPU): toy_translation(num_pairs, max_len=50, seed=0),
-    bucketed batches of batch_size, Adam(lr), clip, epochs passes; the result scores corpus BLEU above
-    90 on held-out sentences of 10-30 tokens (greedy decoding). See `recipe` for how to use it.
-    """
-
-    num_pairs: int = 8000
-    embed_size: int = 64
-    num_hiddens: int = 128
-    batch_size: int = 64
-    lr: float = 5e-3
-    clip: float = 1.0
-    epochs: int = 3
-
-    def model_options(self) -> dict[str, int]:
-        """Keyword arguments for `attn_course.seq2seq.build_model`: embed_size and num_hiddens."""
-        return {"embed_size": self.embed_size, "num_hiddens": self.num_hiddens}
-
-    def train_options(self) -> dict[str, float | int]:
-        """Keyword arguments for `train`: epochs, lr and clip."""
-        return {"epochs": self.epochs, "lr": self.lr, "clip": self.clip}
-
-
-def recipe(**overrides: Any) -> Recipe:
-    """The course's default training recipe, with any field overridden, e.g. ``recipe(epochs=5)``.
-
-        r = recipe()
-        examples = data.toy_translation(r.num_pairs, seed=0)
-        ...  # split, vocabularies, data.bucketed_loader(dataset, r.batch_size)
-        model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), **r.model_options())
-        history = train(model, loader, **r.train_options())
-    """
-    fields = sorted(asdict(Recipe()))
-    unknown = sorted(set(overrides) - set(fields))
-    if unknown:
-        raise ValueError(f"recipe() got unknown fields {unknown}, expected some of {fields}")
-    return replace(Recipe(), **overrides)

@@ -119,13 +119,11 @@ def from_attn_course(model: Seq2Seq) -> D2LStyleSeq2Seq:
     if model.kind != "bahdanau" or decoder.cell != "gru":
         raise ValueError(f"from_attn_course needs a GRU Bahdanau model, got kind={model.kind!r}, "
                          f"cell={decoder.cell!r} (d2l's attention decoder is a GRU with additive attention)")
-    hp = decoder.hparams
-    twin = D2LStyleSeq2Seq(copy.deepcopy(model.encoder),
-                           D2LStyleBahdanauDecoder(hp["vocab_size"], hp["embed_size"], hp["num_hiddens"],
-                                                   hp["num_layers"], enc_size=hp["enc_size"],
-                                                   attn_hiddens=hp["attn_hiddens"],
-                                                   dropout=hp["dropout"], pad=hp["pad"]),
-                           tgt_pad=hp["pad"])
+    twin_decoder = D2LStyleBahdanauDecoder(decoder.vocab_size, decoder.embed_size, decoder.num_hiddens,
+                                           decoder.num_layers, enc_size=decoder.enc_size,
+                                           attn_hiddens=decoder.attention.w_v.in_features,
+                                           dropout=decoder.dropout.p, pad=decoder.pad)
+    twin = D2LStyleSeq2Seq(copy.deepcopy(model.encoder), twin_decoder, tgt_pad=decoder.pad)
     twin.to(next(model.parameters()).device)
     twin.materialize()
     state = {("dense" + key[len("output"):] if key.startswith("output") else key): value

@@ -126,7 +126,7 @@ def new_model(config: Config, corpus: Corpus, device: torch.device | str, **opti
     torch.manual_seed(config.seed)
     kind = options.pop("kind", "bahdanau")
     return build_model(kind, len(corpus.src_vocab), len(corpus.tgt_vocab), embed_size=config.embed_size,
-                       num_hiddens=config.num_hiddens, **options).to(device)
+                       encoder_hiddens=config.num_hiddens, **options).to(device)
 
 
 def _memory(fns: dict[str, Callable[[], object]], device: torch.device | str) -> dict[str, Any]:

@@ -52,7 +52,7 @@ NOTEBOOK_CELLS = [
     "torch.manual_seed(0)\n"
     "examples = toy_translation(6, min_len=4, max_len=6, seed=0)\n"
     "src_vocab, tgt_vocab = build_vocabs(examples)\n"
-    'model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=8, num_hiddens=8)',
+    'model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=8)',
     'explorer = AttentionExplorer(model, examples, src_vocab, tgt_vocab, mode="reference")\nexplorer',
 ]
 

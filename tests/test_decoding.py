@@ -24,14 +24,14 @@ def copy_model():
     examples = data.copy_task(96, min_len=2, max_len=7, vocab_size=8, seed=0)
     src_vocab, tgt_vocab = data.build_vocabs(examples)
     loader = data.bucketed_loader(data.TranslationDataset(examples, src_vocab, tgt_vocab), 16, seed=0)
-    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=8, num_hiddens=16)
+    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=16)
     train(model, loader, epochs=5, lr=1e-2, device="cpu", progress=False, seed=0)
     test = data.copy_task(6, min_len=2, max_len=7, vocab_size=8, seed=1)
     return model, src_vocab, tgt_vocab, data.make_batch(test, src_vocab, tgt_vocab)
 
 
 def random_models():
-    sizes = dict(embed_size=6, num_hiddens=8)
+    sizes = dict(embed_size=6, encoder_hiddens=8)
     yield build_model("plain", 12, 9, **sizes)
     yield build_model("bahdanau", 12, 9, **sizes)
     yield build_model("bahdanau", 12, 9, **sizes, cell="lstm", num_layers=2)
@@ -79,7 +79,7 @@ def teacher_forced(model, src, lens, tokens, finished):
 
 # ----------------------------------------------------------------------------------------------- greedy
 def test_greedy_stops_each_sentence_at_its_own_eos_and_shrinks_the_batch(monkeypatch):
-    model = build_model("plain", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("plain", 12, 9, embed_size=6, encoder_hiddens=8)
     calls = []
 
     def step(y_prev, state):       # emit A until the step reaches the sentence's source length, then <eos>
@@ -96,7 +96,7 @@ def test_greedy_stops_each_sentence_at_its_own_eos_and_shrinks_the_batch(monkeyp
 
 
 def test_greedy_marks_sentences_cut_by_max_len_as_unfinished(monkeypatch):
-    model = build_model("plain", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("plain", 12, 9, embed_size=6, encoder_hiddens=8)
     script(monkeypatch, model, {BOS: {A: 1.0}})                      # then <unk> forever, never <eos>
     hyps = greedy_decode(model, *random_batch(), bos=BOS, eos=EOS, max_len=3)
     assert all(h.tokens == [A, UNK, UNK] and not h.finished for h in hyps)
@@ -152,7 +152,7 @@ def test_beam_size_one_is_exactly_greedy_on_a_trained_model(copy_model):
 
 
 def test_beam_search_finds_the_likelier_sentence_greedy_misses(monkeypatch):
-    model = build_model("plain", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("plain", 12, 9, embed_size=6, encoder_hiddens=8)
     # greedy: A (0.6) then C (0.4) then <eos> (0.9) = 0.216; beam: B (0.4) then <eos> (0.9) = 0.36
     script(monkeypatch, model, {BOS: {A: 0.6, B: 0.4}, A: {C: 0.4, EOS: 0.3, UNK: 0.3},
                                 B: {EOS: 0.9, UNK: 0.1}, C: {EOS: 0.9, UNK: 0.1}})
@@ -164,7 +164,7 @@ def test_beam_search_finds_the_likelier_sentence_greedy_misses(monkeypatch):
 
 
 def test_length_normalisation_lets_a_longer_sentence_win(monkeypatch):
-    model = build_model("plain", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("plain", 12, 9, embed_size=6, encoder_hiddens=8)
     # "" has log p = log 0.5 (L = 1); "A B C" has log p = log(0.5 * 0.8 * 0.8 * 0.9) (L = 4): lower in
     # total, higher per token.
     script(monkeypatch, model, {BOS: {EOS: 0.5, A: 0.5}, A: {B: 0.8, UNK: 0.2}, B: {C: 0.8, UNK: 0.2},
@@ -188,7 +188,7 @@ def test_length_penalty_is_length_to_the_alpha_or_gnmts_and_refuses_other_norms(
 
 
 def test_beam_search_stops_each_sentence_at_its_own_eos_and_shrinks_the_batch(monkeypatch):
-    model = build_model("plain", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("plain", 12, 9, embed_size=6, encoder_hiddens=8)
     calls = []
 
     def step(y_prev, state):   # every beam of sentence i emits A until step len_i, then <eos> (or B, worse)
@@ -302,7 +302,7 @@ def test_translate_keeps_the_input_order_and_labels_the_attention(copy_model):
 def test_a_sentence_that_never_ends_is_cut_at_its_own_limit_whatever_it_is_batched_with(search):
     """The default limit, 2 S_i + 10, counts each sentence's own length, not the padded batch width."""
     torch.manual_seed(3)
-    model = build_model("bahdanau", 12, 9, embed_size=6, num_hiddens=8)
+    model = build_model("bahdanau", 12, 9, embed_size=6, encoder_hiddens=8)
     with torch.no_grad():
         model.decoder.output.bias[EOS] = -1e4       # <eos> is never the best token: no sentence finishes
     src, lens = random_batch((9, 2, 5))

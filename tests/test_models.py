@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import asdict
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from torch.nn import functional as F
 
 from attn_course.decoders import BahdanauDecoder, Decoder, LuongDecoder, PlainDecoder, top_layer
 from attn_course.encoders import Encoder, EncoderOutput
-from attn_course.seq2seq import Seq2Seq, build_model
+from attn_course.seq2seq import ModelConfig, Seq2Seq, build_model
 
 V_SRC, V_TGT, E, H = 13, 11, 6, 8
 LUONG_CONFIGS = [
@@ -41,7 +42,7 @@ def repad(src: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def all_models(cell="gru", num_layers=1):
-    sizes = dict(embed_size=E, num_hiddens=H, cell=cell, num_layers=num_layers)
+    sizes = dict(embed_size=E, encoder_hiddens=H, cell=cell, num_layers=num_layers)
     yield build_model("plain", V_SRC, V_TGT, **sizes)
     yield build_model("bahdanau", V_SRC, V_TGT, **sizes)
     for config in LUONG_CONFIGS:
@@ -53,7 +54,7 @@ def all_models(cell="gru", num_layers=1):
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("num_layers", [1, 2])
 def test_encoder_shapes_and_zero_outputs_at_padding(cell, bidirectional, num_layers):
-    encoder = Encoder(V_SRC, E, H, num_layers, cell=cell, bidirectional=bidirectional, dec_hiddens=5)
+    encoder = Encoder(V_SRC, E, H, num_layers, cell=cell, bidirectional=bidirectional, decoder_hiddens=5)
     src, lens, _ = batch()
     outputs, state, valid_lens = encoder(src, lens)
     assert encoder.enc_size == H * (2 if bidirectional else 1)
@@ -188,7 +189,7 @@ def test_state_index_select_keeps_rows_and_copies_a_shared_tensor_once():
 @pytest.mark.parametrize("score", ["dot", "general", "concat", "location"])
 @pytest.mark.parametrize("alignment", ["global", "local-m", "local-p"])
 def test_parallel_luong_path_equals_the_step_loop(score, alignment):
-    model = build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, num_layers=2, score=score,
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, num_layers=2, score=score,
                         attention=alignment, input_feeding=False, window=2,
                         **({"max_len": 12} if score == "location" else {})).double().eval()
     src, lens, tgt_in = batch(tgt_len=9)
@@ -212,7 +213,7 @@ def record_queries(monkeypatch, attention):
 
 
 def test_bahdanau_queries_with_the_previous_state(monkeypatch):
-    model = build_model("bahdanau", V_SRC, V_TGT, embed_size=E, num_hiddens=H, num_layers=2).eval()
+    model = build_model("bahdanau", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, num_layers=2).eval()
     src, lens, tgt_in = batch()
     queries = record_queries(monkeypatch, model.decoder.attention)
     state = model.decoder.init_state(model.encode(src, lens))
@@ -229,7 +230,7 @@ def test_bahdanau_queries_with_the_previous_state(monkeypatch):
 
 @pytest.mark.parametrize("input_feeding", [False, True])
 def test_luong_queries_with_the_current_state(monkeypatch, input_feeding):
-    model = build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, num_layers=2, score="general",
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, num_layers=2, score="general",
                         input_feeding=input_feeding).eval()
     src, lens, tgt_in = batch()
     queries = record_queries(monkeypatch, model.decoder.attention)
@@ -246,7 +247,7 @@ def test_luong_queries_with_the_current_state(monkeypatch, input_feeding):
 
 
 def test_input_feeding_feeds_the_previous_attentional_state():
-    model = build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, input_feeding=True).eval()
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, input_feeding=True).eval()
     src, lens, tgt_in = batch()
     decoder = model.decoder
     state = decoder.init_state(model.encode(src, lens))
@@ -262,7 +263,7 @@ def test_input_feeding_feeds_the_previous_attentional_state():
 
 
 def test_local_m_attends_only_within_the_window_around_t():
-    model = build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, attention="local-m", window=1,
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, attention="local-m", window=1,
                         input_feeding=False).eval()
     src, lens, tgt_in = batch(lengths=(7, 3), tgt_len=6)
     _, attention = model(src, lens, tgt_in)
@@ -276,7 +277,7 @@ def test_local_m_attends_only_within_the_window_around_t():
 
 
 def test_local_p_is_the_window_softmax_times_a_gaussian_around_a_learned_centre():
-    model = build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, attention="local-p", window=2,
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, attention="local-p", window=2,
                         score="dot", input_feeding=False).double().eval()
     decoder = model.decoder
     src, lens, tgt_in = batch(lengths=(7, 3))
@@ -296,17 +297,17 @@ def test_local_p_is_the_window_softmax_times_a_gaussian_around_a_learned_centre(
 
 def test_luong_location_score_needs_max_len_and_dot_needs_equal_sizes():
     with pytest.raises(ValueError, match="max_len"):
-        build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, score="location")
+        build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, score="location")
     with pytest.raises(ValueError, match="score='dot' needs num_hiddens == enc_size"):
-        build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, score="dot", bidirectional=True)
+        build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, score="dot", bidirectional=True)
     with pytest.raises(ValueError, match="attention="):
-        build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, attention="local")
+        build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, attention="local")
     with pytest.raises(ValueError, match="window must be an int >= 1, got 0"):
-        build_model("luong", V_SRC, V_TGT, embed_size=E, num_hiddens=H, window=0)
+        build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, window=0)
 
 
 def test_plain_decoder_reads_one_fixed_context_at_every_step():
-    model = build_model("plain", V_SRC, V_TGT, embed_size=E, num_hiddens=H).eval()
+    model = build_model("plain", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H).eval()
     src, lens, tgt_in = batch()
     enc = model.encode(src, lens)
     state = model.decoder.init_state(enc)
@@ -365,6 +366,29 @@ def test_config_rebuilds_the_same_architecture():
         rebuilt.load_state_dict(model.state_dict())
         src, lens, tgt_in = batch()
         torch.testing.assert_close(rebuilt.eval()(src, lens, tgt_in)[0], model.eval()(src, lens, tgt_in)[0])
+
+
+def test_model_config_records_what_was_asked_and_rebuilds_from_its_fields():
+    model = build_model("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, decoder_hiddens=5,
+                        score="concat", attn_hiddens=3)
+    assert model.config == ModelConfig("luong", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H,
+                                       decoder_hiddens=5, score="concat", attn_hiddens=3)
+    assert model.encoder.num_hiddens == H and model.decoder.num_hiddens == 5
+    rebuilt = Seq2Seq.from_config(ModelConfig(**asdict(model.config)))
+    assert [p.shape for p in rebuilt.parameters()] == [p.shape for p in model.parameters()]
+
+
+def test_model_config_refuses_an_option_its_decoder_does_not_read():
+    with pytest.raises(ValueError, match="score='dot' is an option of luong models, got kind='bahdanau'"):
+        ModelConfig("bahdanau", V_SRC, V_TGT, score="dot")
+    with pytest.raises(ValueError, match="attn_hiddens=4 is an option of bahdanau and luong models"):
+        ModelConfig("plain", V_SRC, V_TGT, attn_hiddens=4)
+
+
+def test_build_model_names_its_options_when_given_an_unknown_one():
+    expected = r"unknown options \['num_hiddens'\], expected some of \['embed_size', 'encoder_hiddens', "
+    with pytest.raises(ValueError, match=expected + "'decoder_hiddens'"):
+        build_model("bahdanau", V_SRC, V_TGT, num_hiddens=H)
 
 
 def test_build_model_defaults_follow_the_papers():

@@ -349,7 +349,11 @@ def test_readme_shows_the_committed_table():
 def test_course_seed_and_artifacts_follow_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("ATTN_COURSE_SEED", raising=False)
     monkeypatch.delenv("ATTN_COURSE_ARTIFACTS", raising=False)
-    assert course_seed() == 0 and artifacts_dir() == ROOT / "artifacts"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert course_seed() == 0 and artifacts_dir() == tmp_path / "cache" / "attn-course"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert artifacts_dir() == Path.home() / ".cache" / "attn-course"
+    assert ROOT not in artifacts_dir().parents  # never inside the installed package
     monkeypatch.setenv("ATTN_COURSE_SEED", "4")
     monkeypatch.setenv("ATTN_COURSE_ARTIFACTS", str(tmp_path))
     assert course_seed() == 4 and artifacts_dir() == tmp_path

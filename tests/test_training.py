@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from itertools import pairwise
 
 import pytest
@@ -10,13 +11,12 @@ import torch
 from torch.nn import functional as F
 
 from attn_course import data
-from attn_course.seq2seq import build_model
+from attn_course.seq2seq import ModelConfig, Seq2Seq, build_model
 from attn_course.training import (
     History,
     evaluate_loss,
     load_checkpoint,
     masked_cross_entropy,
-    recipe,
     save_checkpoint,
     train,
 )
@@ -30,7 +30,7 @@ def copy_loader(num_pairs=64, batch_size=16, seed=0):
 
 
 def tiny_model(src_vocab, tgt_vocab, kind="bahdanau", **options):
-    return build_model(kind, len(src_vocab), len(tgt_vocab), embed_size=8, num_hiddens=16, **options)
+    return build_model(kind, len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=16, **options)
 
 
 # ----------------------------------------------------------------------------------------------- the loss
@@ -216,14 +216,26 @@ def test_load_checkpoint_refuses_other_files(tmp_path):
         load_checkpoint(tmp_path / "other.pt")
 
 
-# ----------------------------------------------------------------------------------------------- recipe
-def test_recipe_feeds_build_model_and_train_and_takes_overrides():
-    r = recipe(epochs=1, num_hiddens=16, embed_size=8)
-    assert (r.epochs, r.num_hiddens, recipe().epochs) == (1, 16, 3)
-    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), **r.model_options())
-    assert model.encoder.num_hiddens == 16 and model.decoder.embed_size == 8
-    history = train(model, loader, **r.train_options(), device="cpu", progress=False)
-    assert len(history.train_loss) == 1
-    with pytest.raises(ValueError, match=r"unknown fields \['hidden_size'\]"):
-        recipe(hidden_size=3)
+def test_load_checkpoint_names_the_format_of_an_older_checkpoint(tmp_path):
+    old = {"kind": "bahdanau", "encoder": {}, "decoder": {}}
+    torch.save({"format": "attn_course.seq2seq/1", "config": old, "state_dict": {}, "metadata": {}},
+               tmp_path / "old.pt")
+    with pytest.raises(ValueError, match=r"format 'attn_course.seq2seq/1', expected 'attn_course.seq2seq/2' "
+                                         r"\(train the model again\)"):
+        load_checkpoint(tmp_path / "old.pt")
+
+
+def test_checkpoint_records_the_model_config_as_plain_values(tmp_path):
+    _, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_model(src_vocab, tgt_vocab, kind="luong", score="concat", attn_hiddens=5)
+    stored = torch.load(save_checkpoint(model, tmp_path / "model.pt"), weights_only=True)["config"]
+    assert stored == asdict(model.config) and ModelConfig(**stored) == model.config
+    assert (stored["encoder_hiddens"], stored["attn_hiddens"], stored["window"]) == (16, 5, None)
+
+
+def test_save_checkpoint_needs_a_model_built_from_a_config(tmp_path):
+    _, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    built = tiny_model(src_vocab, tgt_vocab)
+    assembled = Seq2Seq(built.encoder, built.decoder)
+    with pytest.raises(ValueError, match="has no ModelConfig"):
+        save_checkpoint(assembled, tmp_path / "model.pt")

@@ -154,7 +154,7 @@ def test_live_loss_redraws_one_display_in_place_after_every_epoch(monkeypatch):
     examples = toy_translation(16, min_len=3, max_len=5, seed=0)
     src_vocab, tgt_vocab = Vocab([e.src for e in examples]), Vocab([e.tgt for e in examples])
     loader = bucketed_loader(TranslationDataset(examples, src_vocab, tgt_vocab), 8, seed=0)
-    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=4, num_hiddens=4)
+    model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=4, encoder_hiddens=4)
     live = LiveLoss(epochs=3)
     history = train(model, loader, epochs=3, val_loader=loader, device="cpu", progress=False, callback=live)
     assert [kind for kind, _ in shown] == ["display", "update", "update"]
@@ -407,7 +407,7 @@ def test_explorer_rejects_bad_arguments(vocabs, examples):
         AttentionExplorer(model, examples, *vocabs, compare=model, names=["only one"])
     with pytest.raises(ValueError, match="convention is 'auto', expected one of"):
         AttentionExplorer(model, examples, *vocabs, convention="auto")
-    plain = build_model("plain", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
+    plain = build_model("plain", len(vocabs[0]), len(vocabs[1]), embed_size=4, encoder_hiddens=4)
     with pytest.raises(ValueError, match="model has no attention"):
         AttentionExplorer(plain, examples, *vocabs)
 
@@ -415,7 +415,7 @@ def test_explorer_rejects_bad_arguments(vocabs, examples):
 def test_explorer_runs_real_models_in_every_mode():
     examples = toy_translation(12, min_len=3, max_len=6, seed=0)
     src_vocab, tgt_vocab = Vocab([e.src for e in examples]), Vocab([e.tgt for e in examples])
-    kwargs = {"embed_size": 8, "num_hiddens": 8}
+    kwargs = {"embed_size": 8, "encoder_hiddens": 8}
     bahdanau = build_model("bahdanau", len(src_vocab), len(tgt_vocab), **kwargs)
     luong = build_model("luong", len(src_vocab), len(tgt_vocab), score="general", **kwargs)
     explorer = AttentionExplorer(bahdanau, examples[:3], src_vocab, tgt_vocab, compare=luong, max_len=8)
@@ -486,8 +486,8 @@ def test_playground_rejects_bad_shapes():
 def test_every_model_is_scored_with_the_output_convention_unless_asked_otherwise(vocabs, examples):
     """Luong's decoder too: the course's Luong models look at the word they predict (AER 0.08-0.14 under
     "output" against 0.89-0.96 under "input" in results/luong_variants.json)."""
-    luong = build_model("luong", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
-    bahdanau = build_model("bahdanau", len(vocabs[0]), len(vocabs[1]), embed_size=4, num_hiddens=4)
+    luong = build_model("luong", len(vocabs[0]), len(vocabs[1]), embed_size=4, encoder_hiddens=4)
+    bahdanau = build_model("bahdanau", len(vocabs[0]), len(vocabs[1]), embed_size=4, encoder_hiddens=4)
     shown = AttentionExplorer(luong, examples, *vocabs, compare=bahdanau, mode="reference")
     shown.gold_toggle.value = True
     assert [view.convention for view in shown.views] == ["output", "output"]
