@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from attn_course import fast
 from attn_course.encoders import check_tokens, check_valid_lens
 from attn_course.seq2seq import Seq2Seq
 
@@ -102,40 +103,47 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
     Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos> or its limit.
     """
     limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
-    max_len = max(limits)
     was_training = model.training
     model.eval()
     try:
-        device = _model_device(model)
-        src, src_valid_lens = src.to(device), src_valid_lens.to(device)
-        batch_size, num_keys = src.shape
-        state = model.decoder.init_state(model.encode(src, src_valid_lens))
-        has_attention = model.decoder.has_attention
-        tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
-        weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
-        scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
-        steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
-        limit = torch.tensor(limits, device=device)
-        active = torch.arange(batch_size, device=device)    # the sentences still being decoded
-        y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
-        for t in range(max_len):
-            logits, state, step_weights = model.decoder.step(y, state)
-            log_probs = F.log_softmax(logits.float(), dim=-1)
-            y = log_probs.argmax(-1)
-            tokens[active, t] = y
-            scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
-            if has_attention:
-                weights[active, t] = step_weights.float()
-            done = (y == eos) | (limit[active] <= t + 1)
-            if bool(done.any()):
-                steps[active[done]] = t + 1
-                keep = (~done).nonzero()[:, 0]
-                if keep.numel() == 0:
-                    break
-                active, y, state = active[keep], y[keep], state.index_select(keep)
-        return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
+        with fast.enabled(model):        # attention scores in their faster form (attn_course.fast)
+            return _greedy_search(model, src, src_valid_lens, bos, eos, limits)
     finally:
         model.train(was_training)
+
+
+def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                   limits: list[int]) -> list[Hypothesis]:
+    max_len = max(limits)
+    device = _model_device(model)
+    src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+    batch_size, num_keys = src.shape
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    has_attention = model.decoder.has_attention
+    tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
+    weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
+    scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
+    steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
+    limit = torch.tensor(limits, device=device)
+    active = torch.arange(batch_size, device=device)    # the sentences still being decoded
+    y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
+    for t in range(max_len):
+        logits, state, step_weights = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1)
+        y = log_probs.argmax(-1)
+        tokens[active, t] = y
+        scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
+        if has_attention:
+            weights[active, t] = step_weights.float()
+        done = (y == eos) | (limit[active] <= t + 1)
+        if bool(done.any()):
+            steps[active[done]] = t + 1
+            keep = (~done).nonzero()[:, 0]
+            if keep.numel() == 0:
+                break
+            # = state.index_select(keep), copying the encoder's outputs once (attn_course.fast)
+            active, y, state = active[keep], y[keep], fast.index_select(state, keep)
+    return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
 
 
 def _greedy_results(tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
@@ -178,8 +186,9 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     was_training = model.training
     model.eval()
     try:
-        return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size, length_penalty_alpha,
-                            length_norm)
+        with fast.enabled(model):        # attention scores in their faster form (attn_course.fast)
+            return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size,
+                                length_penalty_alpha, length_norm)
     finally:
         model.train(was_training)
 
@@ -191,7 +200,7 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
     batch_size, num_keys = src.shape
     vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
-    state = state.index_select(torch.arange(batch_size, device=device).repeat_interleave(K))
+    state = fast.index_select(state, torch.arange(batch_size, device=device).repeat_interleave(K))
     # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
     beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
     beam_scores[:, 0] = 0.0                              # all K rows start equal: expand only the first
@@ -232,7 +241,7 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         history = torch.cat([history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
         if attention is not None:
             attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
-        state = state.index_select(keep_rows)
+        state = fast.index_select(state, keep_rows)
         y = history[:, -1]
         at_limit = [limits[s] <= t + 1 for s in sentences]
         done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
@@ -257,7 +266,7 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             sentences = [sentences[b] for b in keep]
             beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
             attention = None if attention is None else attention[row_index]
-            state = state.index_select(row_index)
+            state = fast.index_select(state, row_index)
     best = [max(candidates, key=lambda h: h[0]) for candidates in finished]
     attention_rows = _to_cpu([h[3][:, :n] for h, n in zip(best, src_valid_lens.tolist(), strict=True)]
                              if has_attention else [None] * batch_size)
@@ -305,7 +314,7 @@ def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_voca
                                beam_size=beam_size, length_penalty_alpha=length_penalty_alpha,
                                length_norm=length_norm)
         for i, row, hyp in zip(chunk, ids, hyps, strict=True):
-            source = src_vocab.to_tokens(row)            # unknown words as <unk>, then <eos>
-            target = list(tgt_vocab.to_tokens(hyp.tokens)) if hyp.tokens else []
+            source = fast.to_tokens(src_vocab, row)      # unknown words as <unk>, then <eos>
+            target = list(fast.to_tokens(tgt_vocab, hyp.tokens)) if hyp.tokens else []
             results[i] = Translation(source, target, hyp.attention, hyp.score, hyp.finished)
     return results
