@@ -177,10 +177,10 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
     """Training seconds until held-out corpus BLEU >= config.target_bleu: attn_course vs d2l-style pipeline.
 
     Both start from the same weights (d2l_style.from_attn_course), use Adam(lr) with the learning rate
-    multiplied by config.lr_decay after every epoch (at a constant rate both plateau near BLEU 90, which
-    makes the crossing a matter of noise), clip at config.clip and batches of config.batch_size; they train
-    one epoch each in alternation, and after each epoch both are scored on the same held-out sentences
-    (scoring is not timed). attn_course: length-bucketed batches,
+    multiplied by config.lr_decay after every epoch (at a constant rate both plateau near the target,
+    which makes the crossing a matter of noise), clip at config.clip and batches of config.batch_size;
+    they train one epoch each in alternation, and after each epoch both are scored on the same held-out
+    sentences (scoring is not timed). attn_course: length-bucketed batches,
     attn_course.training.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
     every sentence padded to num_steps, d2l's decoder, loss and fit loop, predict_step (num_steps steps).
     `log` (optional) receives one line per epoch. Returns the results and the attn_course model as trained.
