@@ -193,6 +193,16 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
         model.train(was_training)
 
 
+class _Candidate(NamedTuple):
+    """A hypothesis beam search may return: log P / lp(L), log P, tokens, attention rows (T, S), finished."""
+
+    normalised: float
+    score: float
+    tokens: list[int]
+    attention: Tensor | None
+    finished: bool
+
+
 def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
                  limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
     device = _model_device(model)
@@ -207,13 +217,12 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
     history = torch.empty(batch_size * K, 0, dtype=torch.long, device=device)
     attention = torch.empty(batch_size * K, 0, num_keys, device=device) if has_attention else None
     sentences = list(range(batch_size))                  # the sentences still in the batch, in row order
-    # Per sentence: candidates (normalised score, log-probability, tokens, attention rows, finished).
-    finished: list[list[tuple]] = [[] for _ in range(batch_size)]
+    finished: list[list[_Candidate]] = [[] for _ in range(batch_size)]      # per sentence
     y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
     num_candidates = min(2 * K, K * vocab_size)
     for t in range(max(limits)):
         logits, state, step_weights = model.decoder.step(y, state)
-        n = len(sentences)
+        n, penalty = len(sentences), length_penalty(t + 1, alpha, norm)
         log_probs = F.log_softmax(logits.float(), dim=-1).double()
         candidates = (beam_scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
         top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
@@ -222,18 +231,9 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         if has_attention:
             step_weights = step_weights.float()
         is_eos = top_token == eos
-        # Finished hypotheses: <eos> continuations among the K best with a finite score. They are read
-        # into Python together, once per step (on a GPU, one wait per read, not one per hypothesis).
-        hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
-        if hits.numel():
-            hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
-            hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
-            hit_attention = (None if attention is None
-                             else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
-            penalty = length_penalty(t + 1, alpha, norm)
-            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True)):
-                finished[sentences[b]].append((score / penalty, score, hit_tokens[i],
-                                               None if hit_attention is None else hit_attention[i], True))
+        for b, candidate in _eos_candidates(is_eos, top_scores, rows, history, attention, step_weights, K,
+                                            penalty):
+            finished[sentences[b]].append(candidate)
         # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         keep_rows = rows.gather(1, order).view(-1)
@@ -246,17 +246,9 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         at_limit = [limits[s] <= t + 1 for s in sentences]
         done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
         if any(at_limit):                  # at its limit, a sentence's live prefixes join the candidates
-            live_scores, live_tokens = beam_scores.tolist(), history.tolist()
-            penalty = length_penalty(t + 1, alpha, norm)
-            for b, s in enumerate(sentences):
-                if not at_limit[b]:
-                    continue
-                for k in range(K):
-                    score = live_scores[b][k]
-                    if math.isfinite(score) and len(finished[s]) < K:
-                        row = b * K + k
-                        finished[s].append((score / penalty, score, live_tokens[row],
-                                            None if attention is None else attention[row], False))
+            room = [max(0, K - len(finished[s])) if at_limit[b] else 0 for b, s in enumerate(sentences)]
+            for b, candidate in _live_candidates(room, beam_scores, history, attention, penalty):
+                finished[sentences[b]].append(candidate)
         if any(done):
             keep = [b for b in range(n) if not done[b]]
             if not keep:
@@ -267,11 +259,56 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
             attention = None if attention is None else attention[row_index]
             state = fast.index_select(state, row_index)
-    best = [max(candidates, key=lambda h: h[0]) for candidates in finished]
-    attention_rows = _to_cpu([h[3][:, :n] for h, n in zip(best, src_valid_lens.tolist(), strict=True)]
-                             if has_attention else [None] * batch_size)
-    return [Hypothesis(tokens, rows_attn, float(score), is_finished)
-            for (_, score, tokens, _, is_finished), rows_attn in zip(best, attention_rows, strict=True)]
+    return _best_hypotheses(finished, src_valid_lens)
+
+
+def _eos_candidates(is_eos: Tensor, top_scores: Tensor, rows: Tensor, history: Tensor,
+                    attention: Tensor | None, step_weights: Tensor | None, K: int,
+                    penalty: float) -> list[tuple[int, _Candidate]]:
+    """The finished hypotheses of one step, as (batch position b, candidate) pairs: the <eos>
+    continuations among each sentence's K best that have a finite score.
+
+    is_eos, top_scores, rows: (n, 2K), each sentence's best continuations, whether they are <eos>, their
+    scores and the live rows they extend; history (n K, t); attention (n K, t, S) or None; step_weights
+    (n K, S) or None. The hits are read into Python together (on a GPU, one wait, not one per hypothesis).
+    """
+    hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
+    if not hits.numel():
+        return []
+    hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
+    hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
+    hit_attention = (None if attention is None
+                     else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
+    return [(b, _Candidate(score / penalty, score, hit_tokens[i],
+                           None if hit_attention is None else hit_attention[i], True))
+            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True))]
+
+
+def _live_candidates(room: list[int], beam_scores: Tensor, history: Tensor, attention: Tensor | None,
+                     penalty: float) -> list[tuple[int, _Candidate]]:
+    """Unfinished hypotheses, as (batch position b, candidate) pairs: the first room[b] live prefixes of
+    sentence b with a finite score, best first (room 0 for a sentence not at its limit).
+
+    beam_scores: (n, K); history: (n K, t); attention: (n K, t, S) or None.
+    """
+    live_scores, live_tokens = beam_scores.tolist(), history.tolist()
+    K = beam_scores.shape[1]
+    candidates = []
+    for b, scores in enumerate(live_scores):
+        for k in [k for k in range(K) if math.isfinite(scores[k])][:room[b]]:
+            row = b * K + k
+            candidates.append((b, _Candidate(scores[k] / penalty, scores[k], live_tokens[row],
+                                              None if attention is None else attention[row], False)))
+    return candidates
+
+
+def _best_hypotheses(finished: list[list[_Candidate]], src_valid_lens: Tensor) -> list[Hypothesis]:
+    """Each sentence's best candidate by log P / lp(L), its attention cut to the sentence's source length."""
+    best = [max(candidates, key=lambda c: c.normalised) for candidates in finished]
+    attention_rows = _to_cpu([None if c.attention is None else c.attention[:, :n]
+                              for c, n in zip(best, src_valid_lens.tolist(), strict=True)])
+    return [Hypothesis(c.tokens, rows, float(c.score), c.finished)
+            for c, rows in zip(best, attention_rows, strict=True)]
 
 
 def _to_cpu(tensors: list[Tensor | None]) -> list[Tensor | None]:

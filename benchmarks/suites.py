@@ -44,6 +44,7 @@ from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import masked_cross_entropy, train
 from benchmarks import d2l_style
 from benchmarks.measure import (
+    Timed,
     clock_name,
     interleaved,
     interleaved_slices,
@@ -296,16 +297,15 @@ def training_throughput(config: Config, corpus: Corpus, device: torch.device | s
                                                       b.tgt_out, b.tgt_valid_lens))
                            - float(twin.loss(twin(b.src, b.tgt_in, b.src_valid_lens), b.tgt_out)))
                        for b in batches]
-        losses: dict[str, list[float]] = {"attn_course": [], "d2l_style": []}
 
-        def ours(losses=losses, model=model, batches=batches, opt=ours_opt):
-            losses["attn_course"] = [attn_course_step(model, b, opt, config.clip) for b in batches]
+        def ours(model=model, batches=batches, opt=ours_opt) -> list[float]:
+            return [attn_course_step(model, b, opt, config.clip) for b in batches]
 
-        def d2l(losses=losses, twin=twin, batches=batches, opt=d2l_opt):
-            losses["d2l_style"] = [d2l_style.training_step(twin, b, opt, config.clip) for b in batches]
+        def d2l(twin=twin, batches=batches, opt=d2l_opt) -> list[float]:
+            return [d2l_style.training_step(twin, b, opt, config.clip) for b in batches]
 
-        samples = interleaved({"attn_course": ours, "d2l_style": d2l}, repeats=config.repeats,
-                              warmup=config.warmup, device=device)
+        samples, losses = interleaved({"attn_course": ours, "d2l_style": d2l}, repeats=config.repeats,
+                                      warmup=config.warmup, device=device)
         tokens = sum(int(b.tgt_valid_lens.sum()) for b in batches)
         steps = len(samples["attn_course"]) + config.warmup
         results[shape] = {
@@ -420,7 +420,7 @@ def attention_cost(config: Config, corpus: Corpus, device: torch.device | str) -
             state = twin.decoder.init_state((enc.outputs, enc.state), enc.valid_lens)
             fns["d2l_style_with_attention"] = _fwd_bwd(
                 lambda t=twin, s=state: t.decoder(batch.tgt_in, s)[0], batch)
-        samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
+        samples, _ = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
         entry = {"run_as": "step loop" if options["kind"] == "bahdanau" or options.get("input_feeding")
                  else "whole sequence", "timings": _timings(samples),
                  "attention_over_floor": ratio(samples, "with_attention", "without_attention"),
@@ -445,7 +445,7 @@ def luong_parallel(config: Config, corpus: Corpus, device: torch.device | str) -
     with torch.no_grad():
         parallel, loop = decoder(batch.tgt_in, enc)[0], Decoder.forward(decoder, batch.tgt_in, enc)[0]
         difference = float((parallel - loop).abs().max())
-    samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
+    samples, _ = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
     return {"batch_shape_tgt": list(batch.tgt_in.shape), "timings": _timings(samples),
             "speedup": ratio(samples, "step_loop", "parallel"), "max_abs_logit_diff": difference,
             "memory": _memory(fns, device)}
@@ -470,13 +470,11 @@ def compile_cost(config: Config, corpus: Corpus, device: torch.device | str) -> 
     compiled = torch.compile(compiled_model)
     eager_opt = torch.optim.Adam(eager.parameters(), lr=config.lr)
     compiled_opt = torch.optim.Adam(compiled_model.parameters(), lr=config.lr)
-    losses: dict[str, list[float]] = {}
 
-    def steps(name: str, model: nn.Module, optimizer: torch.optim.Optimizer) -> Callable[[], None]:
-        return lambda: losses.__setitem__(name, [attn_course_step(model, b, optimizer, config.clip)
-                                                 for b in batches])
+    def steps(model: nn.Module, optimizer: torch.optim.Optimizer) -> Callable[[], list[float]]:
+        return lambda: [attn_course_step(model, b, optimizer, config.clip) for b in batches]
 
-    fns = {"eager": steps("eager", eager, eager_opt), "compiled": steps("compiled", compiled, compiled_opt)}
+    fns = {"eager": steps(eager, eager_opt), "compiled": steps(compiled, compiled_opt)}
     with inductor_config.patch(force_disable_caches=True):
         synchronize(device)
         start = time.perf_counter()
@@ -484,7 +482,7 @@ def compile_cost(config: Config, corpus: Corpus, device: torch.device | str) -> 
         synchronize(device)
         compile_wall = time.perf_counter() - start
         attn_course_step(eager, batches[0], eager_opt, config.clip)     # the same first step, eagerly
-        samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+        samples, losses = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
     return {"batch_shape_tgt": list(batches[0].tgt_in.shape), "compile_wall_s": compile_wall,
             "timings": _timings(samples), "speedup": ratio(samples, "eager", "compiled"),
             "max_abs_loss_diff": max(abs(a - b) for a, b in zip(losses["eager"], losses["compiled"],
@@ -508,110 +506,139 @@ def _translations(results: Sequence) -> list[list[str]]:
     return [r.target for r in results]
 
 
+class _Searches:
+    """The decoders the decoding benchmark times, each a method that returns what it decoded.
+
+    attn_course: `translate` (greedy or beam search) on any sentences in batches of any size; each
+    may take up to num_steps steps per sentence, d2l's limit. d2l-style: `predict_seq2seq` one sentence at
+    a time, and `predict_step` on the benchmark's sentences as one fixed-length batch (num_steps steps).
+    """
+
+    def __init__(self, config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str,
+                 sentences: Sequence[list[str]]):
+        self.model = model.to(device).eval()
+        self.twin = d2l_style.from_attn_course(self.model).eval()
+        self.sv, self.tv, self.num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
+        self.beam_size = config.beam_size
+        items = [(i, self.sv[s], []) for i, s in enumerate(sentences)]
+        self.fixed = d2l_style.fixed_length_batch(items, self.sv, self.tv, self.num_steps).to(device)
+
+    def greedy(self, sentences: Sequence[list[str]], batch_size: int) -> list:
+        return translate(self.model, sentences, self.sv, self.tv, beam_size=1, batch_size=batch_size,
+                         max_len=self.num_steps)
+
+    def beam(self, sentences: Sequence[list[str]], batch_size: int) -> list:
+        return translate(self.model, sentences, self.sv, self.tv, beam_size=self.beam_size,
+                         batch_size=batch_size, max_len=self.num_steps)
+
+    def d2l_one_at_a_time(self, sentences: Sequence[list[str]]) -> list[list[int]]:
+        return [d2l_style.predict_seq2seq(self.twin, self.sv[s], self.sv, self.tv, self.num_steps)
+                for s in sentences]
+
+    def d2l_predict_step(self) -> Tensor:
+        """Every benchmark sentence in one batch: (sentences, num_steps) token ids."""
+        return d2l_style.predict_step(self.twin, self.fixed.src, self.fixed.src_valid_lens, self.tv.bos,
+                                      self.num_steps)
+
+
+def _in_parts(run: Callable[[Sequence], object], items: Sequence, slices: int) -> Callable[[int], object]:
+    """run on part k of the items (items k, k + slices, ...): a sliced function of `interleaved_slices`."""
+    return lambda k: run(items[k::slices])
+
+
+def _joined(parts: Sequence[list]) -> list:
+    """The results of `_in_parts`'s parts (part 0 first) back in item order."""
+    whole: list = [None] * sum(len(part) for part in parts)
+    for k, part in enumerate(parts):
+        whole[k::len(parts)] = part
+    return whole
+
+
 def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str,
              all_threads: int | None = None) -> dict[str, Any]:
     """Batched greedy / beam search vs one sentence at a time, with the same trained model and sentences.
 
     attn_course: `translate` with batch_size=config.decode_batch_size vs batch_size=1 (the same code; each
-    sentence stops at its <eos>); every decoder may take up to num_steps steps per sentence, d2l's limit.
-    d2l-style: `predict_seq2seq` one sentence at a time, and `predict_step`
-    (one batch, num_steps steps for every sentence). Beam search runs on the first config.beam_sentences.
-    One sentence at a time is timed in config.decode_slices parts (sentences k, k + slices, ...), each
-    between two batched runs (`measure.interleaved_slices`): its time is the sum of the parts, the batched
-    time the median of the runs.
+    sentence stops at its <eos>); d2l-style: one sentence at a time and `predict_step` (see `_Searches`).
+    Beam search runs on the first config.beam_sentences. One sentence at a time is timed in
+    config.decode_slices parts (sentences k, k + slices, ...), each between two batched runs
+    (`measure.interleaved_slices`): its time is the sum of the parts, the batched time the median of the runs.
 
     all_threads: on the CPU, when more than the torch threads of the run (the benchmarks use one), the
     attn_course comparisons are timed again with that many threads (torch's default: every core) on the
     wall clock, under "all_cores": a batch's matrix products spread over the cores, one sentence's tiny
     operations do not, and the ratio is what a user of the whole machine sees. Else "all_cores" is None.
     """
-    model = model.to(device).eval()
-    twin = d2l_style.from_attn_course(model).eval()
     sentences = decoding_sentences(config, corpus, config.decode_sentences)
     beam = sentences[:config.beam_sentences]
-    sv, tv, num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
-    items = [(i, sv[s], []) for i, s in enumerate(sentences)]
-    fixed = d2l_style.fixed_length_batch(items, sv, tv, num_steps).to(device)
+    searches = _Searches(config, corpus, model, device, sentences)
     slices = config.decode_slices
-    out: dict[str, Any] = {}
-
-    def greedy(batch_size: int, subset: Sequence = sentences, key: str = "") -> Callable[[], None]:
-        return lambda: out.__setitem__(key or f"greedy_{batch_size}", translate(
-            model, subset, sv, tv, beam_size=1, batch_size=batch_size, max_len=num_steps))
-
-    def beam_search(batch_size: int, subset: Sequence = beam, key: str = "") -> Callable[[], None]:
-        return lambda: out.__setitem__(key or f"beam_{batch_size}", translate(
-            model, subset, sv, tv, beam_size=config.beam_size, batch_size=batch_size, max_len=num_steps))
-
-    def d2l_one_at_a_time(subset: Sequence = sentences, key: str = "d2l_one") -> Callable[[], None]:
-        return lambda: out.__setitem__(key, [d2l_style.predict_seq2seq(twin, sv[s], sv, tv, num_steps)
-                                             for s in subset])
-
-    def d2l_predict_step() -> None:
-        out["d2l_batch"] = d2l_style.predict_step(twin, fixed.src, fixed.src_valid_lens, tv.bos, num_steps)
-
-    def part(make: Callable[..., Callable[[], None]], name: str, subset: Sequence) -> Callable[[int], None]:
-        return lambda k: make(subset=subset[k::slices], key=f"{name}_part_{k}")()
-
-    def joined(name: str, count: int) -> list:
-        """The parts' results back in sentence order."""
-        whole: list = [None] * count
-        for k in range(slices):
-            whole[k::slices] = out[f"{name}_part_{k}"]
-        return whole
-
-    greedy_samples = interleaved_slices(
-        {"attn_course_batched": greedy(config.decode_batch_size),
-         "d2l_style_predict_step_batched": d2l_predict_step},
-        {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "greedy_1", sentences),
-         "d2l_style_one_at_a_time": part(d2l_one_at_a_time, "d2l_one", sentences)},
+    greedy = interleaved_slices(
+        {"attn_course_batched": lambda: searches.greedy(sentences, config.decode_batch_size),
+         "d2l_style_predict_step_batched": searches.d2l_predict_step},
+        {"attn_course_one_at_a_time": _in_parts(lambda part: searches.greedy(part, 1), sentences, slices),
+         "d2l_style_one_at_a_time": _in_parts(searches.d2l_one_at_a_time, sentences, slices)},
         slices=slices, device=device)
-    def search_vs_one(make: Callable[..., Callable[[], None]], subset: Sequence, name: str,
-                      wall: bool | None = None) -> dict[str, Any]:
-        """`make`'s search, batched vs one sentence at a time in parts, on `subset` (`_batched_vs_one`)."""
-        samples = interleaved_slices(
-            {"attn_course_batched": make(config.decode_batch_size, subset=subset, key=name)},
-            {"attn_course_one_at_a_time": part(lambda **kw: make(1, **kw), f"{name}_1", subset)},
-            slices=slices, device=device, wall=wall)
-        return _batched_vs_one(samples, _translations(out[name]),
-                               _translations(joined(f"{name}_1", len(subset))))
-
-    beam_result = search_vs_one(beam_search, beam, "beam")
+    beam_result = _search_vs_one(searches.beam, beam, config, device)
     all_cores = None
     more_threads = all_threads is not None and all_threads > torch.get_num_threads()
     if torch.device(device).type == "cpu" and more_threads:
         with torch_threads(all_threads):
             all_cores = {"threads": all_threads, "clock": clock_name(device, wall=True),
-                         "greedy": search_vs_one(greedy, sentences, "cores_greedy", wall=True),
-                         "beam": search_vs_one(beam_search, beam, "cores_beam", wall=True)}
-    batched, single = (_translations(out[f"greedy_{config.decode_batch_size}"]),
-                       _translations(joined("greedy_1", len(sentences))))
-    d2l_single = [tv.to_tokens(ids) for ids in joined("d2l_one", len(sentences))]
-    d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in out["d2l_batch"].tolist()]
-    some = sentences[:config.memory_sentences]
-    memory_fns = {"greedy_attn_course_batched": greedy(config.decode_batch_size),
-                  f"greedy_attn_course_one_at_a_time_{len(some)}_sentences": greedy(1, some),
-                  "greedy_d2l_style_predict_step_batched": d2l_predict_step,
-                  f"greedy_d2l_style_one_at_a_time_{len(some)}_sentences": d2l_one_at_a_time(some),
-                  "beam_attn_course_batched": beam_search(config.decode_batch_size),
-                  f"beam_attn_course_one_at_a_time_{len(some)}_sentences": beam_search(1, beam[:len(some)])}
+                         "greedy": _search_vs_one(searches.greedy, sentences, config, device, wall=True),
+                         "beam": _search_vs_one(searches.beam, beam, config, device, wall=True)}
     return {
-        "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": num_steps,
+        "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": corpus.num_steps,
         "slices": slices,
-        "greedy": {**_batched_vs_one(greedy_samples, batched, single,
-                                     also_sliced=["d2l_style_one_at_a_time"]),
-                   "speedup_vs_d2l_one_at_a_time": sliced_ratio(
-                       greedy_samples, "d2l_style_one_at_a_time", "attn_course_batched"),
-                   "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
-                                                        "attn_course_batched"),
-                   "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
-                                     "d2l_style_predict_step_batched": num_steps * len(sentences)},
-                   "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
-                   "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
+        "greedy": _greedy_comparison(greedy, corpus),
         "beam": {"beam_size": config.beam_size, "sentences": len(beam), **beam_result},
         "all_cores": all_cores,
-        "memory": _memory(memory_fns, device),
+        "memory": _memory(_decoding_memory_fns(searches, config, sentences, beam), device),
     }
+
+
+def _search_vs_one(search: Callable[[Sequence, int], list], sentences: Sequence, config: Config,
+                   device: torch.device | str, wall: bool | None = None) -> dict[str, Any]:
+    """search(sentences, batch_size): batched vs one sentence at a time in parts (`_batched_vs_one`)."""
+    slices = config.decode_slices
+    timed = interleaved_slices(
+        {"attn_course_batched": lambda: search(sentences, config.decode_batch_size)},
+        {"attn_course_one_at_a_time": _in_parts(lambda part: search(part, 1), sentences, slices)},
+        slices=slices, device=device, wall=wall)
+    return _batched_vs_one(timed.samples, _translations(timed.outputs["attn_course_batched"]),
+                           _translations(_joined(timed.outputs["attn_course_one_at_a_time"])))
+
+
+def _greedy_comparison(greedy: Timed, corpus: Corpus) -> dict[str, Any]:
+    """Greedy search's ratios and agreements: attn_course batched vs one at a time and vs d2l-style."""
+    samples, outputs, tv = greedy.samples, greedy.outputs, corpus.tgt_vocab
+    batched = _translations(outputs["attn_course_batched"])
+    single = _translations(_joined(outputs["attn_course_one_at_a_time"]))
+    d2l_single = [tv.to_tokens(ids) for ids in _joined(outputs["d2l_style_one_at_a_time"])]
+    d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos))
+                 for row in outputs["d2l_style_predict_step_batched"].tolist()]
+    return {**_batched_vs_one(samples, batched, single, also_sliced=["d2l_style_one_at_a_time"]),
+            "speedup_vs_d2l_one_at_a_time": sliced_ratio(samples, "d2l_style_one_at_a_time",
+                                                         "attn_course_batched"),
+            "speedup_vs_d2l_predict_step": ratio(samples, "d2l_style_predict_step_batched",
+                                                 "attn_course_batched"),
+            "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
+                              "d2l_style_predict_step_batched": corpus.num_steps * len(batched)},
+            "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
+            "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)}
+
+
+def _decoding_memory_fns(searches: _Searches, config: Config, sentences: Sequence,
+                         beam: Sequence) -> dict[str, Callable[[], object]]:
+    """The searches whose peak memory the decoding benchmark reports (one at a time: a few sentences)."""
+    some = sentences[:config.memory_sentences]
+    n, batch_size = len(some), config.decode_batch_size
+    return {"greedy_attn_course_batched": lambda: searches.greedy(sentences, batch_size),
+            f"greedy_attn_course_one_at_a_time_{n}_sentences": lambda: searches.greedy(some, 1),
+            "greedy_d2l_style_predict_step_batched": searches.d2l_predict_step,
+            f"greedy_d2l_style_one_at_a_time_{n}_sentences": lambda: searches.d2l_one_at_a_time(some),
+            "beam_attn_course_batched": lambda: searches.beam(beam, batch_size),
+            f"beam_attn_course_one_at_a_time_{n}_sentences": lambda: searches.beam(beam[:n], 1)}
 
 
 def _batched_vs_one(samples: dict[str, list[float]], batched: Sequence[list[str]],
