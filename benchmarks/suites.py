@@ -19,7 +19,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import torch
@@ -193,71 +193,98 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
                                                seed=config.seed)
     ours_opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     d2l_opt = torch.optim.Adam(twin.parameters(), lr=config.lr)
-    runs = {
-        "attn_course": lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip,
-                                     device=device, progress=False),
-        "d2l_style": lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
+    pipelines = {
+        "attn_course": _Pipeline(
+            lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip, device=device,
+                          progress=False),
+            lambda: _bleu_attn_course(model, corpus), ours_opt),
+        "d2l_style": _Pipeline(lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
+                               lambda: _bleu_d2l(twin, corpus, device), d2l_opt),
     }
-    optimizers = {"attn_course": ours_opt, "d2l_style": d2l_opt}
-    scorers = {"attn_course": lambda: _bleu_attn_course(model, corpus),
-               "d2l_style": lambda: _bleu_d2l(twin, corpus, device)}
-    state = {name: {"train_s": 0.0, "eval_s": 0.0, "epochs": 0, "curve": [], "seconds_to_target": None}
-             for name in runs}
     for epoch in range(config.ttq_max_epochs):
-        active = [name for name, s in state.items()
-                  if s["seconds_to_target"] is None and s["train_s"] < config.ttq_cap_s]
+        active = [name for name, p in pipelines.items() if p.running(config.ttq_cap_s)]
         if not active:
             break
         for name in active if epoch % 2 == 0 else active[::-1]:
-            s = state[name]
-            s["train_s"] += time_once(runs[name], device)
-            s["epochs"] += 1
-            for group in optimizers[name].param_groups:
-                group["lr"] *= config.lr_decay
-            bleu, seconds = timed_call(scorers[name], device)
-            s["eval_s"] += seconds
-            s["curve"].append({"epoch": s["epochs"], "train_s": round(s["train_s"], 3),
-                               "bleu": round(bleu, 2)})
-            if bleu >= config.target_bleu:
-                s["seconds_to_target"] = s["train_s"]
+            pipeline = pipelines[name]
+            bleu = pipeline.epoch(config, device)
             if log is not None:
-                log(f"  {name}: epoch {s['epochs']}, {s['train_s']:.1f} s of training, BLEU {bleu:.1f}")
+                log(f"  {name}: epoch {pipeline.epochs}, {pipeline.train_s:.1f} s of training, "
+                    f"BLEU {bleu:.1f}")
     ours_epoch = [ours_loader.dataset.collate([ours_loader.dataset[i] for i in idx])
                   for idx in ours_loader.batch_sampler]
     d2l_epoch = list(d2l_loader)
-    results: dict[str, Any] = {"target_bleu": config.target_bleu, "cap_s": config.ttq_cap_s,
-                               "lr": config.lr, "lr_decay_per_epoch": config.lr_decay,
-                               "heldout_sentences": len(corpus.heldout), "train_pairs": len(corpus.train),
-                               "num_steps": corpus.num_steps}
-    for name, facts in (("attn_course", _loader_facts(ours_epoch)), ("d2l_style", _loader_facts(d2l_epoch))):
-        s = state[name]
-        results[name] = {"reached": s["seconds_to_target"] is not None,
-                         "seconds_to_target": s["seconds_to_target"],
-                         "epochs": s["epochs"], "train_s": s["train_s"], "eval_s": s["eval_s"],
-                         "final_bleu": s["curve"][-1]["bleu"] if s["curve"] else None, "curve": s["curve"],
-                         "epoch_facts": facts}
-    ours, d2l = results["attn_course"], results["d2l_style"]
-    for entry in (ours, d2l):
-        entry["seconds_per_epoch"] = entry["train_s"] / entry["epochs"] if entry["epochs"] else None
+    ours = pipelines["attn_course"].results(_loader_facts(ours_epoch))
+    d2l = pipelines["d2l_style"].results(_loader_facts(d2l_epoch))
+    return {"target_bleu": config.target_bleu, "cap_s": config.ttq_cap_s, "lr": config.lr,
+            "lr_decay_per_epoch": config.lr_decay, "heldout_sentences": len(corpus.heldout),
+            "train_pairs": len(corpus.train), "num_steps": corpus.num_steps,
+            "attn_course": ours, "d2l_style": d2l, **_speedups(ours, d2l),
+            "memory": _training_memory(model, ours_epoch, d2l_epoch, config, device)}, model
+
+
+@dataclass
+class _Pipeline:
+    """One pipeline racing to the target BLEU: how it trains an epoch and is scored, and how far it got."""
+
+    train_epoch: Callable[[], object]
+    score: Callable[[], float]
+    optimizer: torch.optim.Optimizer
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    epochs: int = 0
+    curve: list[dict[str, float]] = field(default_factory=list)
+    seconds_to_target: float | None = None
+
+    def running(self, cap_s: float) -> bool:
+        """Not at the target yet, and within its training seconds."""
+        return self.seconds_to_target is None and self.train_s < cap_s
+
+    def epoch(self, config: Config, device: torch.device | str) -> float:
+        """Train one epoch (timed), decay the learning rate, score (timed apart); return the BLEU."""
+        self.train_s += time_once(self.train_epoch, device)
+        self.epochs += 1
+        for group in self.optimizer.param_groups:
+            group["lr"] *= config.lr_decay
+        bleu, seconds = timed_call(self.score, device)
+        self.eval_s += seconds
+        self.curve.append({"epoch": self.epochs, "train_s": round(self.train_s, 3), "bleu": round(bleu, 2)})
+        if bleu >= config.target_bleu:
+            self.seconds_to_target = self.train_s
+        return bleu
+
+    def results(self, epoch_facts: dict[str, Any]) -> dict[str, Any]:
+        return {"reached": self.seconds_to_target is not None, "seconds_to_target": self.seconds_to_target,
+                "epochs": self.epochs, "train_s": self.train_s, "eval_s": self.eval_s,
+                "final_bleu": self.curve[-1]["bleu"] if self.curve else None, "curve": self.curve,
+                "epoch_facts": epoch_facts,
+                "seconds_per_epoch": self.train_s / self.epochs if self.epochs else None}
+
+
+def _speedups(ours: dict[str, Any], d2l: dict[str, Any]) -> dict[str, Any]:
+    """Time to quality, d2l-style over attn_course, and its first factor, seconds per epoch."""
     # Time to quality = seconds per epoch x epochs: this is the first factor alone, less noisy than the whole.
-    results["epoch_speedup"] = (d2l["seconds_per_epoch"] / ours["seconds_per_epoch"]
-                                if ours["seconds_per_epoch"] and d2l["seconds_per_epoch"] else None)
+    epoch_speedup = (d2l["seconds_per_epoch"] / ours["seconds_per_epoch"]
+                     if ours["seconds_per_epoch"] and d2l["seconds_per_epoch"] else None)
     speedup, lower_bound = None, False
     if ours["reached"] and d2l["reached"]:
         speedup = d2l["seconds_to_target"] / ours["seconds_to_target"]
     elif ours["reached"]:           # d2l-style not there within its cap: the ratio is at least this
         speedup, lower_bound = d2l["train_s"] / ours["seconds_to_target"], True
-    results["speedup"], results["speedup_is_lower_bound"] = speedup, lower_bound
-    # Peak memory of one training step on each pipeline's widest batch (weights are copies: nothing changes).
+    return {"epoch_speedup": epoch_speedup, "speedup": speedup, "speedup_is_lower_bound": lower_bound}
+
+
+def _training_memory(model: Seq2Seq, ours_epoch: Sequence[Batch], d2l_epoch: Sequence[Batch], config: Config,
+                     device: torch.device | str) -> dict[str, Any]:
+    """Peak memory of one training step on each pipeline's widest batch (on copies: nothing changes)."""
     longest = max(ours_epoch, key=lambda b: b.tgt_in.numel()).to(device)
     fixed = d2l_epoch[0].to(device)
     probe, probe_twin = _copies(model, device)
     ours_probe_opt = torch.optim.Adam(probe.parameters())
     d2l_probe_opt = torch.optim.Adam(probe_twin.parameters())
-    results["memory"] = _memory({
+    return _memory({
         "attn_course": lambda: attn_course_step(probe, longest, ours_probe_opt, config.clip),
         "d2l_style": lambda: d2l_style.training_step(probe_twin, fixed, d2l_probe_opt, config.clip)}, device)
-    return results, model
 
 
 def _copies(model: Seq2Seq, device: torch.device | str) -> tuple[Seq2Seq, d2l_style.D2LStyleSeq2Seq]:
