@@ -3,6 +3,8 @@
 Both work on a padded batch of sentences of different lengths and stop each sentence at its own <eos>:
 finished sentences leave the batch (their rows are dropped from the decoder state), so they cost no more
 work. Every result carries the attention of each step, trimmed to the sentence's real source length.
+The searches opt into `attn_course.fast` (the same results, computed faster): its additive scores while
+they run, and its index_select, which copies the encoder's outputs once when rows leave or are reordered.
 
     hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
     hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
@@ -114,6 +116,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
 
 def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
                    limits: list[int]) -> list[Hypothesis]:
+    """greedy_decode on checked arguments, the model in eval mode; limits: each sentence's most tokens."""
     max_len = max(limits)
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
@@ -205,6 +208,7 @@ class _Candidate(NamedTuple):
 
 def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
                  limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
+    """beam_search on checked arguments, the model in eval mode; K: the beam size."""
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
