@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attn_course import fast
 from attn_course.masking import masked_softmax_unchecked
 from attn_course.scoring import additive_scores, dot_scores, location_scores
 from attn_course.validation import check_floating, check_positive_int, check_shape, check_valid_lens
@@ -179,8 +180,12 @@ class AdditiveAttention(_Attention):
 
     Bias-free layers named as in d2l (W_q: query_size -> num_hiddens, W_k: key_size -> num_hiddens,
     w_v: num_hiddens -> 1), so `load_state_dict(d2l_layer.state_dict())` copies d2l's weights.
+    `fast_scores` (False; `attn_course.fast.enabled` switches it on while decoding) takes the scores from
+    `fast.additive_scores`, the same numbers computed faster on the CPU.
     Bahdanau et al. 2014, eq. (6) and appendix A.1.2.
     """
+
+    fast_scores = False
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
         super().__init__(
@@ -195,7 +200,8 @@ class AdditiveAttention(_Attention):
         return self.W_k(keys)
 
     def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
-        return additive_scores(self.W_q(queries), memory.projected_keys, self.w_v.weight)
+        scores = fast.additive_scores if self.fast_scores else additive_scores
+        return scores(self.W_q(queries), memory.projected_keys, self.w_v.weight)
 
 
 class LuongAttention(_Attention):
@@ -210,9 +216,12 @@ class LuongAttention(_Attention):
       The keys are ignored (only their count is checked against max_len); weights past each valid
       length are 0 like every other score.
     num_hiddens is required by "concat" and refused by the others; max_len is required by "location"
-    and refused by the others (a silently ignored argument hides a mistake).
+    and refused by the others (a silently ignored argument hides a mistake). `fast_scores` as in
+    AdditiveAttention, for "concat".
     Luong et al. 2015, eq. (8) (dot, general, concat) and eq. (9) (location).
     """
+
+    fast_scores = False
 
     def __init__(
         self,
@@ -280,5 +289,6 @@ class LuongAttention(_Attention):
             return dot_scores(queries, memory.projected_keys)
         if self.score == "concat":
             projected_queries = F.linear(queries, self.W_a.weight[:, : self.query_size])
-            return additive_scores(projected_queries, memory.projected_keys, self.v_a.weight)
+            scores = fast.additive_scores if self.fast_scores else additive_scores
+            return scores(projected_queries, memory.projected_keys, self.v_a.weight)
         return location_scores(queries, self.W_a.weight, memory.values.shape[1])

@@ -346,11 +346,6 @@ class Vocab:
         if isinstance(indices, np.ndarray) and indices.ndim > 0:
             return self.to_tokens(indices.tolist())
         if isinstance(indices, (list, tuple)):
-            # One sequence of valid ids: no call per token (decoding). Anything else, a bad id included
-            # (whose error the per-token path raises), goes token by token.
-            if set(map(type, indices)) <= {int} and (
-                    not indices or (min(indices) >= 0 and max(indices) < len(self.idx_to_token))):
-                return [self.idx_to_token[i] for i in indices]
             return [self.to_tokens(i) for i in indices]
         index = int(indices)
         if not 0 <= index < len(self.idx_to_token):

@@ -45,22 +45,17 @@ class DecoderState(NamedTuple):
     src_valid_lens: Tensor
 
     def index_select(self, index: Tensor) -> DecoderState:
-        """Keep, repeat or reorder the sentences ``index`` (n,) long: for beams and finished sentences."""
+        """Keep, repeat or reorder the sentences ``index`` (n,) long: for beams and finished sentences.
+
+        Each memory field is copied, keys that are also the values too (`attn_course.fast.index_select`
+        copies a shared tensor once).
+        """
         hidden = (tuple(h.index_select(1, index) for h in self.hidden) if isinstance(self.hidden, tuple)
                   else self.hidden.index_select(1, index))
-        memory = None if self.memory is None else type(self.memory)(*_select_rows(self.memory, index))
+        memory = None if self.memory is None else type(self.memory)(
+            *(f.index_select(0, index) if isinstance(f, Tensor) else f for f in self.memory))
         feed = None if self.feed is None else self.feed.index_select(0, index)
         return DecoderState(hidden, memory, feed, self.step, self.src_valid_lens.index_select(0, index))
-
-
-def _select_rows(fields: tuple, index: Tensor) -> list:
-    """Each tensor field's rows ``index``; a tensor held by several fields (keys that are also the values,
-    dot attention's keys that are their own projection) is copied once and stays shared."""
-    selected: dict[int, Tensor] = {}
-    for field in fields:
-        if isinstance(field, Tensor) and id(field) not in selected:
-            selected[id(field)] = field.index_select(0, index)
-    return [selected[id(f)] if isinstance(f, Tensor) else f for f in fields]
 
 
 def top_layer(hidden: RNNState) -> Tensor:

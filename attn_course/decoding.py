@@ -3,6 +3,8 @@
 Both work on a padded batch of sentences of different lengths and stop each sentence at its own <eos>:
 finished sentences leave the batch (their rows are dropped from the decoder state), so they cost no more
 work. Every result carries the attention of each step, trimmed to the sentence's real source length.
+The searches opt into `attn_course.fast` (the same results, computed faster): its additive scores while
+they run, and its index_select, which copies the encoder's outputs once when rows leave or are reordered.
 
     hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
     hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
@@ -19,6 +21,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from attn_course import fast
 from attn_course.runtime import eval_mode
 from attn_course.seq2seq import Seq2Seq
 from attn_course.validation import check_int, check_positive_int, check_tensor, check_tokens, check_valid_lens
@@ -103,36 +106,43 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
     Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos> or its limit.
     """
     limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.fast)
+        return _greedy_search(model, src, src_valid_lens, bos, eos, limits)
+
+
+def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                   limits: list[int]) -> list[Hypothesis]:
+    """greedy_decode on checked arguments, the model in eval mode; limits: each sentence's most tokens."""
     max_len = max(limits)
-    with eval_mode(model):
-        device = _model_device(model)
-        src, src_valid_lens = src.to(device), src_valid_lens.to(device)
-        batch_size, num_keys = src.shape
-        state = model.decoder.init_state(model.encode(src, src_valid_lens))
-        has_attention = model.decoder.has_attention
-        tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
-        weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
-        scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
-        steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
-        limit = torch.tensor(limits, device=device)
-        active = torch.arange(batch_size, device=device)    # the sentences still being decoded
-        y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
-        for t in range(max_len):
-            logits, state, step_weights = model.decoder.step(y, state)
-            log_probs = F.log_softmax(logits.float(), dim=-1)
-            y = log_probs.argmax(-1)
-            tokens[active, t] = y
-            scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
-            if has_attention:
-                weights[active, t] = step_weights.float()
-            done = (y == eos) | (limit[active] <= t + 1)
-            if bool(done.any()):
-                steps[active[done]] = t + 1
-                keep = (~done).nonzero()[:, 0]
-                if keep.numel() == 0:
-                    break
-                active, y, state = active[keep], y[keep], state.index_select(keep)
-        return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
+    device = _model_device(model)
+    src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+    batch_size, num_keys = src.shape
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    has_attention = model.decoder.has_attention
+    tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
+    weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
+    scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
+    steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
+    limit = torch.tensor(limits, device=device)
+    active = torch.arange(batch_size, device=device)    # the sentences still being decoded
+    y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
+    for t in range(max_len):
+        logits, state, step_weights = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1)
+        y = log_probs.argmax(-1)
+        tokens[active, t] = y
+        scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
+        if has_attention:
+            weights[active, t] = step_weights.float()
+        done = (y == eos) | (limit[active] <= t + 1)
+        if bool(done.any()):
+            steps[active[done]] = t + 1
+            keep = (~done).nonzero()[:, 0]
+            if keep.numel() == 0:
+                break
+            # = state.index_select(keep), copying the encoder's outputs once (attn_course.fast)
+            active, y, state = active[keep], y[keep], fast.index_select(state, keep)
+    return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
 
 
 def _greedy_results(tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
@@ -171,32 +181,42 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     check_positive_int("beam_size", beam_size)
     if length_norm not in LENGTH_NORMS:
         raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
-    with eval_mode(model):
-        return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size, length_penalty_alpha,
-                            length_norm)
+    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.fast)
+        return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size,
+                            length_penalty_alpha, length_norm)
+
+
+class _Candidate(NamedTuple):
+    """A hypothesis beam search may return: log P / lp(L), log P, tokens, attention rows (T, S), finished."""
+
+    normalised: float
+    score: float
+    tokens: list[int]
+    attention: Tensor | None
+    finished: bool
 
 
 def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
                  limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
+    """beam_search on checked arguments, the model in eval mode; K: the beam size."""
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
     vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
-    state = state.index_select(torch.arange(batch_size, device=device).repeat_interleave(K))
+    state = fast.index_select(state, torch.arange(batch_size, device=device).repeat_interleave(K))
     # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
     beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
     beam_scores[:, 0] = 0.0                              # all K rows start equal: expand only the first
     history = torch.empty(batch_size * K, 0, dtype=torch.long, device=device)
     attention = torch.empty(batch_size * K, 0, num_keys, device=device) if has_attention else None
     sentences = list(range(batch_size))                  # the sentences still in the batch, in row order
-    # Per sentence: candidates (normalised score, log-probability, tokens, attention rows, finished).
-    finished: list[list[tuple]] = [[] for _ in range(batch_size)]
+    finished: list[list[_Candidate]] = [[] for _ in range(batch_size)]      # per sentence
     y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
     num_candidates = min(2 * K, K * vocab_size)
     for t in range(max(limits)):
         logits, state, step_weights = model.decoder.step(y, state)
-        n = len(sentences)
+        n, penalty = len(sentences), length_penalty(t + 1, alpha, norm)
         log_probs = F.log_softmax(logits.float(), dim=-1).double()
         candidates = (beam_scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
         top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
@@ -205,18 +225,9 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         if has_attention:
             step_weights = step_weights.float()
         is_eos = top_token == eos
-        # Finished hypotheses: <eos> continuations among the K best with a finite score. They are read
-        # into Python together, once per step (on a GPU, one wait per read, not one per hypothesis).
-        hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
-        if hits.numel():
-            hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
-            hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
-            hit_attention = (None if attention is None
-                             else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
-            penalty = length_penalty(t + 1, alpha, norm)
-            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True)):
-                finished[sentences[b]].append((score / penalty, score, hit_tokens[i],
-                                               None if hit_attention is None else hit_attention[i], True))
+        for b, candidate in _eos_candidates(is_eos, top_scores, rows, history, attention, step_weights, K,
+                                            penalty):
+            finished[sentences[b]].append(candidate)
         # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         keep_rows = rows.gather(1, order).view(-1)
@@ -224,22 +235,14 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
         history = torch.cat([history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
         if attention is not None:
             attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
-        state = state.index_select(keep_rows)
+        state = fast.index_select(state, keep_rows)
         y = history[:, -1]
         at_limit = [limits[s] <= t + 1 for s in sentences]
         done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
         if any(at_limit):                  # at its limit, a sentence's live prefixes join the candidates
-            live_scores, live_tokens = beam_scores.tolist(), history.tolist()
-            penalty = length_penalty(t + 1, alpha, norm)
-            for b, s in enumerate(sentences):
-                if not at_limit[b]:
-                    continue
-                for k in range(K):
-                    score = live_scores[b][k]
-                    if math.isfinite(score) and len(finished[s]) < K:
-                        row = b * K + k
-                        finished[s].append((score / penalty, score, live_tokens[row],
-                                            None if attention is None else attention[row], False))
+            room = [max(0, K - len(finished[s])) if at_limit[b] else 0 for b, s in enumerate(sentences)]
+            for b, candidate in _live_candidates(room, beam_scores, history, attention, penalty):
+                finished[sentences[b]].append(candidate)
         if any(done):
             keep = [b for b in range(n) if not done[b]]
             if not keep:
@@ -249,12 +252,57 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
             sentences = [sentences[b] for b in keep]
             beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
             attention = None if attention is None else attention[row_index]
-            state = state.index_select(row_index)
-    best = [max(candidates, key=lambda h: h[0]) for candidates in finished]
-    attention_rows = _to_cpu([h[3][:, :n] for h, n in zip(best, src_valid_lens.tolist(), strict=True)]
-                             if has_attention else [None] * batch_size)
-    return [Hypothesis(tokens, rows_attn, float(score), is_finished)
-            for (_, score, tokens, _, is_finished), rows_attn in zip(best, attention_rows, strict=True)]
+            state = fast.index_select(state, row_index)
+    return _best_hypotheses(finished, src_valid_lens)
+
+
+def _eos_candidates(is_eos: Tensor, top_scores: Tensor, rows: Tensor, history: Tensor,
+                    attention: Tensor | None, step_weights: Tensor | None, K: int,
+                    penalty: float) -> list[tuple[int, _Candidate]]:
+    """The finished hypotheses of one step, as (batch position b, candidate) pairs: the <eos>
+    continuations among each sentence's K best that have a finite score.
+
+    is_eos, top_scores, rows: (n, 2K), each sentence's best continuations, whether they are <eos>, their
+    scores and the live rows they extend; history (n K, t); attention (n K, t, S) or None; step_weights
+    (n K, S) or None. The hits are read into Python together (on a GPU, one wait, not one per hypothesis).
+    """
+    hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
+    if not hits.numel():
+        return []
+    hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
+    hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
+    hit_attention = (None if attention is None
+                     else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
+    return [(b, _Candidate(score / penalty, score, hit_tokens[i],
+                           None if hit_attention is None else hit_attention[i], True))
+            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True))]
+
+
+def _live_candidates(room: list[int], beam_scores: Tensor, history: Tensor, attention: Tensor | None,
+                     penalty: float) -> list[tuple[int, _Candidate]]:
+    """Unfinished hypotheses, as (batch position b, candidate) pairs: the first room[b] live prefixes of
+    sentence b with a finite score, best first (room 0 for a sentence not at its limit).
+
+    beam_scores: (n, K); history: (n K, t); attention: (n K, t, S) or None.
+    """
+    live_scores, live_tokens = beam_scores.tolist(), history.tolist()
+    K = beam_scores.shape[1]
+    candidates = []
+    for b, scores in enumerate(live_scores):
+        for k in [k for k in range(K) if math.isfinite(scores[k])][:room[b]]:
+            row = b * K + k
+            candidates.append((b, _Candidate(scores[k] / penalty, scores[k], live_tokens[row],
+                                              None if attention is None else attention[row], False)))
+    return candidates
+
+
+def _best_hypotheses(finished: list[list[_Candidate]], src_valid_lens: Tensor) -> list[Hypothesis]:
+    """Each sentence's best candidate by log P / lp(L), its attention cut to the sentence's source length."""
+    best = [max(candidates, key=lambda c: c.normalised) for candidates in finished]
+    attention_rows = _to_cpu([None if c.attention is None else c.attention[:, :n]
+                              for c, n in zip(best, src_valid_lens.tolist(), strict=True)])
+    return [Hypothesis(c.tokens, rows, float(c.score), c.finished)
+            for c, rows in zip(best, attention_rows, strict=True)]
 
 
 def _to_cpu(tensors: list[Tensor | None]) -> list[Tensor | None]:
@@ -296,7 +344,7 @@ def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_voca
                                beam_size=beam_size, length_penalty_alpha=length_penalty_alpha,
                                length_norm=length_norm)
         for i, row, hyp in zip(chunk, ids, hyps, strict=True):
-            source = src_vocab.to_tokens(row)            # unknown words as <unk>, then <eos>
-            target = list(tgt_vocab.to_tokens(hyp.tokens)) if hyp.tokens else []
+            source = fast.to_tokens(src_vocab, row)      # unknown words as <unk>, then <eos>
+            target = list(fast.to_tokens(tgt_vocab, hyp.tokens)) if hyp.tokens else []
             results[i] = Translation(source, target, hyp.attention, hyp.score, hyp.finished)
     return results

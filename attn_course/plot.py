@@ -21,6 +21,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
 from attn_course.data import Link
@@ -202,27 +203,46 @@ def heatmap(
     if title is not None:
         ax.set_title(title, fontsize=10)
     if colorbar:
-        # An inset 0.15 inch wide, 0.1 inch right of the heatmap: it takes no room from the heatmap.
-        ax_width = max(ax.get_position().width * fig.get_figwidth(), 1e-3)
-        cax = ax.inset_axes([1 + 0.1 / ax_width, 0.0, 0.15 / ax_width, 1.0])
-        fig.colorbar(image, cax=cax, label="attention weight")
-    for links, style in ((sure, "-"), (maybe, "--")):
+        _draw_colorbar(ax, image)
+    _draw_links(ax, sure, maybe)
+    if highlight_row is not None:
+        _draw_highlight(ax, highlight_row, num_keys)
+    if annotate:
+        _annotate(ax, matrix, matrix.max() if vmax is None else vmax)
+    return fig
+
+
+def _draw_colorbar(ax: Axes, image: AxesImage) -> None:
+    """A colour bar 0.15 inch wide, 0.1 inch right of the heatmap: an inset, it takes no room from it."""
+    fig = ax.get_figure()
+    ax_width = max(ax.get_position().width * fig.get_figwidth(), 1e-3)
+    cax = ax.inset_axes([1 + 0.1 / ax_width, 0.0, 0.15 / ax_width, 1.0])
+    fig.colorbar(image, cax=cax, label="attention weight")
+
+
+def _draw_links(ax: Axes, sure: set[Link], possible: set[Link]) -> None:
+    """A box in the cell of each gold link (src_index, tgt_index): solid if sure, dashed if possible."""
+    for links, style in ((sure, "-"), (possible, "--")):
         color = SURE_COLOR if style == "-" else POSSIBLE_COLOR
         for src_index, tgt_index in links:
             corner = (src_index - 0.4, tgt_index - 0.4)
             ax.add_patch(Rectangle(corner, 0.8, 0.8, fill=False, lw=1.6, ls=style, ec=color))
-    if highlight_row is not None:
-        corner = (-0.5, highlight_row - 0.5)
-        ax.add_patch(Rectangle(corner, num_keys, 1, fill=False, lw=2.5, ec=HIGHLIGHT_COLOR, clip_on=False))
-        label = ax.get_yticklabels()[highlight_row]
-        label.set_fontweight("bold")
-        label.set_color(HIGHLIGHT_COLOR)
-    if annotate:
-        top = matrix.max() if vmax is None else vmax
-        for (row, col), value in np.ndenumerate(matrix):
-            color = "white" if value > 0.6 * top else "black"
-            ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
-    return fig
+
+
+def _draw_highlight(ax: Axes, row: int, num_keys: int) -> None:
+    """Outline one row across its num_keys cells and set its label in bold."""
+    corner = (-0.5, row - 0.5)
+    ax.add_patch(Rectangle(corner, num_keys, 1, fill=False, lw=2.5, ec=HIGHLIGHT_COLOR, clip_on=False))
+    label = ax.get_yticklabels()[row]
+    label.set_fontweight("bold")
+    label.set_color(HIGHLIGHT_COLOR)
+
+
+def _annotate(ax: Axes, matrix: np.ndarray, top: float) -> None:
+    """Each weight written in its cell, in white on the cells darker than 0.6 of the colour scale's top."""
+    for (row, col), value in np.ndenumerate(matrix):
+        color = "white" if value > 0.6 * top else "black"
+        ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
 
 
 # ------------------------------------------------------------------------------------------------ training

@@ -247,7 +247,7 @@ def run_matrix(
 
     workers: the cores to fill. Settings of n threads run workers // n at a time (at least one): more
     threads than cores makes OpenMP's waiting threads spin against each other, and a chapter then takes
-    ten times as long.
+    many times as long.
     done: runs of an earlier call (its "runs"); a chapter already run under a setting is not run again, so
     an interrupted or partial matrix can be completed (a run that failed is kept: delete it to retry).
     save: called with the results so far after every finished setting (e.g. to write them to a file).

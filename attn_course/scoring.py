@@ -61,35 +61,23 @@ def general_scores(queries: torch.Tensor, keys: torch.Tensor, W_a: torch.Tensor)
     return dot_scores(queries, F.linear(keys, W_a))
 
 
-# Below this many elements (batch x queries x keys x hidden) the tanh form is faster on the CPU: the cost
-# is the calls, not the arithmetic (measured crossover: between 3,840 and 15,360 elements).
-_SIGMOID_FORM_MIN_SIZE = 8192
-
-
-def _tanh_mlp(
+def check_additive_inputs(
     projected_queries: torch.Tensor, projected_keys: torch.Tensor, w_v: torch.Tensor
-) -> torch.Tensor:
-    """w_vᵀ tanh(W_q q + W_k k) for every query and key: (batch_size, num_queries, num_keys).
-
-    The sum is one (batch_size, num_queries, num_keys, num_hiddens) temporary, worked on in place. In
-    float32 on the CPU without autograd (decoding, evaluation) it uses tanh x = 2 sigmoid(2x) - 1 with the
-    affine part taken off the large tensor: w_vᵀ tanh(x) = (2 w_v)ᵀ sigmoid(2x) - sum(w_v). That is three
-    passes over it (add, double, sigmoid) where 2 sigmoid(2x) - 1 would take five, and it avoids torch
-    2.14's CPU tanh kernel (4.3 ns per element against 1.6 for sigmoid on AVX2). Batched Bahdanau decoding
-    spends more here than anywhere else but the matrix products; the scores stay within about 1e-6 of the
-    tanh form.
-    Otherwise torch's own tanh_: with autograd it is one graph node instead of several, on a GPU it is
-    fast, in half precision sigmoid(2x) would lose small values to rounding, and on a small tensor (one
-    sentence at a time) three calls cost less than five.
-    """
-    queries, keys = projected_queries.unsqueeze(2), projected_keys.unsqueeze(1)
-    grad = torch.is_grad_enabled() and (queries.requires_grad or keys.requires_grad or w_v.requires_grad)
-    size = queries.shape[0] * queries.shape[1] * keys.shape[2] * queries.shape[3]
-    if (grad or size < _SIGMOID_FORM_MIN_SIZE or keys.device.type != "cpu"
-            or torch.result_type(queries, keys) != torch.float32):
-        return F.linear((queries + keys).tanh_(), w_v).squeeze(-1)
-    sigmoids = (queries + keys).mul_(2.0).sigmoid_()          # doubled after the sum: no inf - inf
-    return F.linear(sigmoids, w_v * 2.0).squeeze(-1).sub_(w_v.sum())
+) -> None:
+    """Raise ValueError unless additive_scores' arguments fit: floating, one batch, one num_hiddens."""
+    check_floating("projected_queries", projected_queries)
+    check_shape(
+        "projected_queries", projected_queries, {"batch_size": None, "num_queries": None, "num_hiddens": None}
+    )
+    batch_size, _, num_hiddens = projected_queries.shape
+    check_floating("projected_keys", projected_keys)
+    check_shape(
+        "projected_keys",
+        projected_keys,
+        {"batch_size": batch_size, "num_keys": None, "num_hiddens": num_hiddens},
+    )
+    check_floating("w_v", w_v)
+    check_shape("w_v", w_v, {"1": 1, "num_hiddens": num_hiddens})
 
 
 def additive_scores(
@@ -105,21 +93,13 @@ def additive_scores(
     Bahdanau et al. 2014, eq. (6) with appendix A.1.2: e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j), where d2l
     names W_a -> W_q, U_a -> W_k, v_a -> w_v. Builds a (batch_size, num_queries, num_keys, num_hiddens)
     tensor, as d2l does: additive attention costs num_hiddens times more memory than dot-product.
+    (`attn_course.fast.additive_scores` is the same score in a form that decoding on the CPU runs faster.)
     """
-    check_floating("projected_queries", projected_queries)
-    check_shape(
-        "projected_queries", projected_queries, {"batch_size": None, "num_queries": None, "num_hiddens": None}
-    )
-    batch_size, _, num_hiddens = projected_queries.shape
-    check_floating("projected_keys", projected_keys)
-    check_shape(
-        "projected_keys",
-        projected_keys,
-        {"batch_size": batch_size, "num_keys": None, "num_hiddens": num_hiddens},
-    )
-    check_floating("w_v", w_v)
-    check_shape("w_v", w_v, {"1": 1, "num_hiddens": num_hiddens})
-    return _tanh_mlp(projected_queries, projected_keys, w_v)
+    check_additive_inputs(projected_queries, projected_keys, w_v)
+    # (B, Q, 1, H) + (B, 1, K, H): every query against every key. tanh in place: the sum is the largest
+    # tensor here, and nothing else needs it.
+    features = (projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1)).tanh_()
+    return F.linear(features, w_v).squeeze(-1)  # w_vᵀ ...: (B, Q, K)
 
 
 def concat_scores(

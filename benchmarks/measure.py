@@ -39,7 +39,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 
@@ -105,29 +105,42 @@ def torch_threads(count: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+class Timed(NamedTuple):
+    """What `interleaved` or `interleaved_slices` measured, per function name.
+
+    samples: the seconds of each timed call.
+    outputs: what the function returned: a whole function's last call's result; for a sliced one, the
+        list of its parts' results, part 0 first.
+    """
+
+    samples: dict[str, list[float]]
+    outputs: dict[str, Any]
+
+
 def interleaved(fns: dict[str, Callable[[], object]], *, repeats: int, warmup: int = 1,
-                device: torch.device | str = "cpu") -> dict[str, list[float]]:
+                device: torch.device | str = "cpu") -> Timed:
     """Time every function `repeats` times, in alternation, after `warmup` untimed calls of each.
 
     The order is reversed every round (A B C, C B A, A B C, ...), so a slow drift of the machine's load
-    weighs on each function alike. Returns the seconds of each call, per name.
+    weighs on each function alike. Returns the seconds of each call and each function's last result.
     """
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats={repeats}, warmup={warmup}: expected repeats >= 1 and warmup >= 0")
     names = list(fns)
+    outputs: dict[str, Any] = {}
     for _ in range(warmup):
         for name in names:
-            fns[name]()
+            outputs[name] = fns[name]()
     samples: dict[str, list[float]] = {name: [] for name in names}
     for r in range(repeats):
         for name in names if r % 2 == 0 else names[::-1]:
-            samples[name].append(time_once(fns[name], device))
-    return samples
+            outputs[name], seconds = timed_call(fns[name], device)
+            samples[name].append(seconds)
+    return Timed(samples, outputs)
 
 
 def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str, Callable[[int], object]], *,
-                       slices: int, device: torch.device | str = "cpu",
-                       wall: bool | None = None) -> dict[str, list[float]]:
+                       slices: int, device: torch.device | str = "cpu", wall: bool | None = None) -> Timed:
     """Time a fast pass over all items against a slow one that takes them one at a time, in alternation.
 
     Each slow pass is cut into `slices` parts (sliced[name](r) does part r) and round r times every `whole`
@@ -135,17 +148,22 @@ def interleaved_slices(whole: dict[str, Callable[[], object]], sliced: dict[str,
     seconds and a fast one of one second are then timed in the same stretch of time, part by part, so a
     drift of the machine's speed weighs on both alike, as in `interleaved`. Returns the seconds of each
     call per name: `slices` full runs of each whole function, and the `slices` parts of each sliced one
-    (their sum is one full pass: see `sliced_ratio`). wall: which clock on the CPU (see `timed_call`).
+    (their sum is one full pass: see `sliced_ratio`); and the outputs: each whole function's last result,
+    each sliced one's list of part results. wall: which clock on the CPU (see `timed_call`).
     """
     if slices < 1:
         raise ValueError(f"slices={slices}, expected slices >= 1")
     names = [*whole, *sliced]
     samples: dict[str, list[float]] = {name: [] for name in names}
+    outputs: dict[str, Any] = {name: [None] * slices for name in sliced}
     for r in range(slices):
         for name in names if r % 2 == 0 else names[::-1]:
-            call = whole[name] if name in whole else functools.partial(sliced[name], r)
-            samples[name].append(time_once(call, device, wall))
-    return samples
+            if name in whole:
+                outputs[name], seconds = timed_call(whole[name], device, wall)
+            else:
+                outputs[name][r], seconds = timed_call(functools.partial(sliced[name], r), device, wall)
+            samples[name].append(seconds)
+    return Timed(samples, outputs)
 
 
 def sliced_ratio(samples: dict[str, list[float]], slow: str, fast: str) -> float:

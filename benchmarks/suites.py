@@ -19,7 +19,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 import torch
@@ -44,6 +44,7 @@ from attn_course.seq2seq import Seq2Seq, build_model
 from attn_course.training import masked_cross_entropy, train
 from benchmarks import d2l_style
 from benchmarks.measure import (
+    Timed,
     clock_name,
     interleaved,
     interleaved_slices,
@@ -177,10 +178,10 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
     """Training seconds until held-out corpus BLEU >= config.target_bleu: attn_course vs d2l-style pipeline.
 
     Both start from the same weights (d2l_style.from_attn_course), use Adam(lr) with the learning rate
-    multiplied by config.lr_decay after every epoch (at a constant rate both plateau near BLEU 90, which
-    makes the crossing a matter of noise), clip at config.clip and batches of config.batch_size; they train
-    one epoch each in alternation, and after each epoch both are scored on the same held-out sentences
-    (scoring is not timed). attn_course: length-bucketed batches,
+    multiplied by config.lr_decay after every epoch (at a constant rate both plateau near the target,
+    which makes the crossing a matter of noise), clip at config.clip and batches of config.batch_size;
+    they train one epoch each in alternation, and after each epoch both are scored on the same held-out
+    sentences (scoring is not timed). attn_course: length-bucketed batches,
     attn_course.training.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
     every sentence padded to num_steps, d2l's decoder, loss and fit loop, predict_step (num_steps steps).
     `log` (optional) receives one line per epoch. Returns the results and the attn_course model as trained.
@@ -192,71 +193,98 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
                                                seed=config.seed)
     ours_opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     d2l_opt = torch.optim.Adam(twin.parameters(), lr=config.lr)
-    runs = {
-        "attn_course": lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip,
-                                     device=device, progress=False),
-        "d2l_style": lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
+    pipelines = {
+        "attn_course": _Pipeline(
+            lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip, device=device,
+                          progress=False),
+            lambda: _bleu_attn_course(model, corpus), ours_opt),
+        "d2l_style": _Pipeline(lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
+                               lambda: _bleu_d2l(twin, corpus, device), d2l_opt),
     }
-    optimizers = {"attn_course": ours_opt, "d2l_style": d2l_opt}
-    scorers = {"attn_course": lambda: _bleu_attn_course(model, corpus),
-               "d2l_style": lambda: _bleu_d2l(twin, corpus, device)}
-    state = {name: {"train_s": 0.0, "eval_s": 0.0, "epochs": 0, "curve": [], "seconds_to_target": None}
-             for name in runs}
     for epoch in range(config.ttq_max_epochs):
-        active = [name for name, s in state.items()
-                  if s["seconds_to_target"] is None and s["train_s"] < config.ttq_cap_s]
+        active = [name for name, p in pipelines.items() if p.running(config.ttq_cap_s)]
         if not active:
             break
         for name in active if epoch % 2 == 0 else active[::-1]:
-            s = state[name]
-            s["train_s"] += time_once(runs[name], device)
-            s["epochs"] += 1
-            for group in optimizers[name].param_groups:
-                group["lr"] *= config.lr_decay
-            bleu, seconds = timed_call(scorers[name], device)
-            s["eval_s"] += seconds
-            s["curve"].append({"epoch": s["epochs"], "train_s": round(s["train_s"], 3),
-                               "bleu": round(bleu, 2)})
-            if bleu >= config.target_bleu:
-                s["seconds_to_target"] = s["train_s"]
+            pipeline = pipelines[name]
+            bleu = pipeline.epoch(config, device)
             if log is not None:
-                log(f"  {name}: epoch {s['epochs']}, {s['train_s']:.1f} s of training, BLEU {bleu:.1f}")
+                log(f"  {name}: epoch {pipeline.epochs}, {pipeline.train_s:.1f} s of training, "
+                    f"BLEU {bleu:.1f}")
     ours_epoch = [ours_loader.dataset.collate([ours_loader.dataset[i] for i in idx])
                   for idx in ours_loader.batch_sampler]
     d2l_epoch = list(d2l_loader)
-    results: dict[str, Any] = {"target_bleu": config.target_bleu, "cap_s": config.ttq_cap_s,
-                               "lr": config.lr, "lr_decay_per_epoch": config.lr_decay,
-                               "heldout_sentences": len(corpus.heldout), "train_pairs": len(corpus.train),
-                               "num_steps": corpus.num_steps}
-    for name, facts in (("attn_course", _loader_facts(ours_epoch)), ("d2l_style", _loader_facts(d2l_epoch))):
-        s = state[name]
-        results[name] = {"reached": s["seconds_to_target"] is not None,
-                         "seconds_to_target": s["seconds_to_target"],
-                         "epochs": s["epochs"], "train_s": s["train_s"], "eval_s": s["eval_s"],
-                         "final_bleu": s["curve"][-1]["bleu"] if s["curve"] else None, "curve": s["curve"],
-                         "epoch_facts": facts}
-    ours, d2l = results["attn_course"], results["d2l_style"]
-    for entry in (ours, d2l):
-        entry["seconds_per_epoch"] = entry["train_s"] / entry["epochs"] if entry["epochs"] else None
+    ours = pipelines["attn_course"].results(_loader_facts(ours_epoch))
+    d2l = pipelines["d2l_style"].results(_loader_facts(d2l_epoch))
+    return {"target_bleu": config.target_bleu, "cap_s": config.ttq_cap_s, "lr": config.lr,
+            "lr_decay_per_epoch": config.lr_decay, "heldout_sentences": len(corpus.heldout),
+            "train_pairs": len(corpus.train), "num_steps": corpus.num_steps,
+            "attn_course": ours, "d2l_style": d2l, **_speedups(ours, d2l),
+            "memory": _training_memory(model, ours_epoch, d2l_epoch, config, device)}, model
+
+
+@dataclass
+class _Pipeline:
+    """One pipeline racing to the target BLEU: how it trains an epoch and is scored, and how far it got."""
+
+    train_epoch: Callable[[], object]
+    score: Callable[[], float]
+    optimizer: torch.optim.Optimizer
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    epochs: int = 0
+    curve: list[dict[str, float]] = field(default_factory=list)
+    seconds_to_target: float | None = None
+
+    def running(self, cap_s: float) -> bool:
+        """Not at the target yet, and within its training seconds."""
+        return self.seconds_to_target is None and self.train_s < cap_s
+
+    def epoch(self, config: Config, device: torch.device | str) -> float:
+        """Train one epoch (timed), decay the learning rate, score (timed apart); return the BLEU."""
+        self.train_s += time_once(self.train_epoch, device)
+        self.epochs += 1
+        for group in self.optimizer.param_groups:
+            group["lr"] *= config.lr_decay
+        bleu, seconds = timed_call(self.score, device)
+        self.eval_s += seconds
+        self.curve.append({"epoch": self.epochs, "train_s": round(self.train_s, 3), "bleu": round(bleu, 2)})
+        if bleu >= config.target_bleu:
+            self.seconds_to_target = self.train_s
+        return bleu
+
+    def results(self, epoch_facts: dict[str, Any]) -> dict[str, Any]:
+        return {"reached": self.seconds_to_target is not None, "seconds_to_target": self.seconds_to_target,
+                "epochs": self.epochs, "train_s": self.train_s, "eval_s": self.eval_s,
+                "final_bleu": self.curve[-1]["bleu"] if self.curve else None, "curve": self.curve,
+                "epoch_facts": epoch_facts,
+                "seconds_per_epoch": self.train_s / self.epochs if self.epochs else None}
+
+
+def _speedups(ours: dict[str, Any], d2l: dict[str, Any]) -> dict[str, Any]:
+    """Time to quality, d2l-style over attn_course, and its first factor, seconds per epoch."""
     # Time to quality = seconds per epoch x epochs: this is the first factor alone, less noisy than the whole.
-    results["epoch_speedup"] = (d2l["seconds_per_epoch"] / ours["seconds_per_epoch"]
-                                if ours["seconds_per_epoch"] and d2l["seconds_per_epoch"] else None)
+    epoch_speedup = (d2l["seconds_per_epoch"] / ours["seconds_per_epoch"]
+                     if ours["seconds_per_epoch"] and d2l["seconds_per_epoch"] else None)
     speedup, lower_bound = None, False
     if ours["reached"] and d2l["reached"]:
         speedup = d2l["seconds_to_target"] / ours["seconds_to_target"]
     elif ours["reached"]:           # d2l-style not there within its cap: the ratio is at least this
         speedup, lower_bound = d2l["train_s"] / ours["seconds_to_target"], True
-    results["speedup"], results["speedup_is_lower_bound"] = speedup, lower_bound
-    # Peak memory of one training step on each pipeline's widest batch (weights are copies: nothing changes).
+    return {"epoch_speedup": epoch_speedup, "speedup": speedup, "speedup_is_lower_bound": lower_bound}
+
+
+def _training_memory(model: Seq2Seq, ours_epoch: Sequence[Batch], d2l_epoch: Sequence[Batch], config: Config,
+                     device: torch.device | str) -> dict[str, Any]:
+    """Peak memory of one training step on each pipeline's widest batch (on copies: nothing changes)."""
     longest = max(ours_epoch, key=lambda b: b.tgt_in.numel()).to(device)
     fixed = d2l_epoch[0].to(device)
     probe, probe_twin = _copies(model, device)
     ours_probe_opt = torch.optim.Adam(probe.parameters())
     d2l_probe_opt = torch.optim.Adam(probe_twin.parameters())
-    results["memory"] = _memory({
+    return _memory({
         "attn_course": lambda: attn_course_step(probe, longest, ours_probe_opt, config.clip),
         "d2l_style": lambda: d2l_style.training_step(probe_twin, fixed, d2l_probe_opt, config.clip)}, device)
-    return results, model
 
 
 def _copies(model: Seq2Seq, device: torch.device | str) -> tuple[Seq2Seq, d2l_style.D2LStyleSeq2Seq]:
@@ -296,16 +324,15 @@ def training_throughput(config: Config, corpus: Corpus, device: torch.device | s
                                                       b.tgt_out, b.tgt_valid_lens))
                            - float(twin.loss(twin(b.src, b.tgt_in, b.src_valid_lens), b.tgt_out)))
                        for b in batches]
-        losses: dict[str, list[float]] = {"attn_course": [], "d2l_style": []}
 
-        def ours(losses=losses, model=model, batches=batches, opt=ours_opt):
-            losses["attn_course"] = [attn_course_step(model, b, opt, config.clip) for b in batches]
+        def ours(model=model, batches=batches, opt=ours_opt) -> list[float]:
+            return [attn_course_step(model, b, opt, config.clip) for b in batches]
 
-        def d2l(losses=losses, twin=twin, batches=batches, opt=d2l_opt):
-            losses["d2l_style"] = [d2l_style.training_step(twin, b, opt, config.clip) for b in batches]
+        def d2l(twin=twin, batches=batches, opt=d2l_opt) -> list[float]:
+            return [d2l_style.training_step(twin, b, opt, config.clip) for b in batches]
 
-        samples = interleaved({"attn_course": ours, "d2l_style": d2l}, repeats=config.repeats,
-                              warmup=config.warmup, device=device)
+        samples, losses = interleaved({"attn_course": ours, "d2l_style": d2l}, repeats=config.repeats,
+                                      warmup=config.warmup, device=device)
         tokens = sum(int(b.tgt_valid_lens.sum()) for b in batches)
         steps = len(samples["attn_course"]) + config.warmup
         results[shape] = {
@@ -420,7 +447,7 @@ def attention_cost(config: Config, corpus: Corpus, device: torch.device | str) -
             state = twin.decoder.init_state((enc.outputs, enc.state), enc.valid_lens)
             fns["d2l_style_with_attention"] = _fwd_bwd(
                 lambda t=twin, s=state: t.decoder(batch.tgt_in, s)[0], batch)
-        samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
+        samples, _ = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
         entry = {"run_as": "step loop" if options["kind"] == "bahdanau" or options.get("input_feeding")
                  else "whole sequence", "timings": _timings(samples),
                  "attention_over_floor": ratio(samples, "with_attention", "without_attention"),
@@ -445,7 +472,7 @@ def luong_parallel(config: Config, corpus: Corpus, device: torch.device | str) -
     with torch.no_grad():
         parallel, loop = decoder(batch.tgt_in, enc)[0], Decoder.forward(decoder, batch.tgt_in, enc)[0]
         difference = float((parallel - loop).abs().max())
-    samples = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
+    samples, _ = interleaved(fns, repeats=config.attention_repeats, warmup=config.warmup, device=device)
     return {"batch_shape_tgt": list(batch.tgt_in.shape), "timings": _timings(samples),
             "speedup": ratio(samples, "step_loop", "parallel"), "max_abs_logit_diff": difference,
             "memory": _memory(fns, device)}
@@ -470,13 +497,11 @@ def compile_cost(config: Config, corpus: Corpus, device: torch.device | str) -> 
     compiled = torch.compile(compiled_model)
     eager_opt = torch.optim.Adam(eager.parameters(), lr=config.lr)
     compiled_opt = torch.optim.Adam(compiled_model.parameters(), lr=config.lr)
-    losses: dict[str, list[float]] = {}
 
-    def steps(name: str, model: nn.Module, optimizer: torch.optim.Optimizer) -> Callable[[], None]:
-        return lambda: losses.__setitem__(name, [attn_course_step(model, b, optimizer, config.clip)
-                                                 for b in batches])
+    def steps(model: nn.Module, optimizer: torch.optim.Optimizer) -> Callable[[], list[float]]:
+        return lambda: [attn_course_step(model, b, optimizer, config.clip) for b in batches]
 
-    fns = {"eager": steps("eager", eager, eager_opt), "compiled": steps("compiled", compiled, compiled_opt)}
+    fns = {"eager": steps(eager, eager_opt), "compiled": steps(compiled, compiled_opt)}
     with inductor_config.patch(force_disable_caches=True):
         synchronize(device)
         start = time.perf_counter()
@@ -484,7 +509,7 @@ def compile_cost(config: Config, corpus: Corpus, device: torch.device | str) -> 
         synchronize(device)
         compile_wall = time.perf_counter() - start
         attn_course_step(eager, batches[0], eager_opt, config.clip)     # the same first step, eagerly
-        samples = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
+        samples, losses = interleaved(fns, repeats=config.repeats, warmup=config.warmup, device=device)
     return {"batch_shape_tgt": list(batches[0].tgt_in.shape), "compile_wall_s": compile_wall,
             "timings": _timings(samples), "speedup": ratio(samples, "eager", "compiled"),
             "max_abs_loss_diff": max(abs(a - b) for a, b in zip(losses["eager"], losses["compiled"],
@@ -508,110 +533,139 @@ def _translations(results: Sequence) -> list[list[str]]:
     return [r.target for r in results]
 
 
+class _Searches:
+    """The decoders the decoding benchmark times, each a method that returns what it decoded.
+
+    attn_course: `translate` (greedy or beam search) on any sentences in batches of any size; each
+    may take up to num_steps steps per sentence, d2l's limit. d2l-style: `predict_seq2seq` one sentence at
+    a time, and `predict_step` on the benchmark's sentences as one fixed-length batch (num_steps steps).
+    """
+
+    def __init__(self, config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str,
+                 sentences: Sequence[list[str]]):
+        self.model = model.to(device).eval()
+        self.twin = d2l_style.from_attn_course(self.model).eval()
+        self.sv, self.tv, self.num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
+        self.beam_size = config.beam_size
+        items = [(i, self.sv[s], []) for i, s in enumerate(sentences)]
+        self.fixed = d2l_style.fixed_length_batch(items, self.sv, self.tv, self.num_steps).to(device)
+
+    def greedy(self, sentences: Sequence[list[str]], batch_size: int) -> list:
+        return translate(self.model, sentences, self.sv, self.tv, beam_size=1, batch_size=batch_size,
+                         max_len=self.num_steps)
+
+    def beam(self, sentences: Sequence[list[str]], batch_size: int) -> list:
+        return translate(self.model, sentences, self.sv, self.tv, beam_size=self.beam_size,
+                         batch_size=batch_size, max_len=self.num_steps)
+
+    def d2l_one_at_a_time(self, sentences: Sequence[list[str]]) -> list[list[int]]:
+        return [d2l_style.predict_seq2seq(self.twin, self.sv[s], self.sv, self.tv, self.num_steps)
+                for s in sentences]
+
+    def d2l_predict_step(self) -> Tensor:
+        """Every benchmark sentence in one batch: (sentences, num_steps) token ids."""
+        return d2l_style.predict_step(self.twin, self.fixed.src, self.fixed.src_valid_lens, self.tv.bos,
+                                      self.num_steps)
+
+
+def _in_parts(run: Callable[[Sequence], object], items: Sequence, slices: int) -> Callable[[int], object]:
+    """run on part k of the items (items k, k + slices, ...): a sliced function of `interleaved_slices`."""
+    return lambda k: run(items[k::slices])
+
+
+def _joined(parts: Sequence[list]) -> list:
+    """The results of `_in_parts`'s parts (part 0 first) back in item order."""
+    whole: list = [None] * sum(len(part) for part in parts)
+    for k, part in enumerate(parts):
+        whole[k::len(parts)] = part
+    return whole
+
+
 def decoding(config: Config, corpus: Corpus, model: Seq2Seq, device: torch.device | str,
              all_threads: int | None = None) -> dict[str, Any]:
     """Batched greedy / beam search vs one sentence at a time, with the same trained model and sentences.
 
     attn_course: `translate` with batch_size=config.decode_batch_size vs batch_size=1 (the same code; each
-    sentence stops at its <eos>); every decoder may take up to num_steps steps per sentence, d2l's limit.
-    d2l-style: `predict_seq2seq` one sentence at a time, and `predict_step`
-    (one batch, num_steps steps for every sentence). Beam search runs on the first config.beam_sentences.
-    One sentence at a time is timed in config.decode_slices parts (sentences k, k + slices, ...), each
-    between two batched runs (`measure.interleaved_slices`): its time is the sum of the parts, the batched
-    time the median of the runs.
+    sentence stops at its <eos>); d2l-style: one sentence at a time and `predict_step` (see `_Searches`).
+    Beam search runs on the first config.beam_sentences. One sentence at a time is timed in
+    config.decode_slices parts (sentences k, k + slices, ...), each between two batched runs
+    (`measure.interleaved_slices`): its time is the sum of the parts, the batched time the median of the runs.
 
     all_threads: on the CPU, when more than the torch threads of the run (the benchmarks use one), the
     attn_course comparisons are timed again with that many threads (torch's default: every core) on the
     wall clock, under "all_cores": a batch's matrix products spread over the cores, one sentence's tiny
     operations do not, and the ratio is what a user of the whole machine sees. Else "all_cores" is None.
     """
-    model = model.to(device).eval()
-    twin = d2l_style.from_attn_course(model).eval()
     sentences = decoding_sentences(config, corpus, config.decode_sentences)
     beam = sentences[:config.beam_sentences]
-    sv, tv, num_steps = corpus.src_vocab, corpus.tgt_vocab, corpus.num_steps
-    items = [(i, sv[s], []) for i, s in enumerate(sentences)]
-    fixed = d2l_style.fixed_length_batch(items, sv, tv, num_steps).to(device)
+    searches = _Searches(config, corpus, model, device, sentences)
     slices = config.decode_slices
-    out: dict[str, Any] = {}
-
-    def greedy(batch_size: int, subset: Sequence = sentences, key: str = "") -> Callable[[], None]:
-        return lambda: out.__setitem__(key or f"greedy_{batch_size}", translate(
-            model, subset, sv, tv, beam_size=1, batch_size=batch_size, max_len=num_steps))
-
-    def beam_search(batch_size: int, subset: Sequence = beam, key: str = "") -> Callable[[], None]:
-        return lambda: out.__setitem__(key or f"beam_{batch_size}", translate(
-            model, subset, sv, tv, beam_size=config.beam_size, batch_size=batch_size, max_len=num_steps))
-
-    def d2l_one_at_a_time(subset: Sequence = sentences, key: str = "d2l_one") -> Callable[[], None]:
-        return lambda: out.__setitem__(key, [d2l_style.predict_seq2seq(twin, sv[s], sv, tv, num_steps)
-                                             for s in subset])
-
-    def d2l_predict_step() -> None:
-        out["d2l_batch"] = d2l_style.predict_step(twin, fixed.src, fixed.src_valid_lens, tv.bos, num_steps)
-
-    def part(make: Callable[..., Callable[[], None]], name: str, subset: Sequence) -> Callable[[int], None]:
-        return lambda k: make(subset=subset[k::slices], key=f"{name}_part_{k}")()
-
-    def joined(name: str, count: int) -> list:
-        """The parts' results back in sentence order."""
-        whole: list = [None] * count
-        for k in range(slices):
-            whole[k::slices] = out[f"{name}_part_{k}"]
-        return whole
-
-    greedy_samples = interleaved_slices(
-        {"attn_course_batched": greedy(config.decode_batch_size),
-         "d2l_style_predict_step_batched": d2l_predict_step},
-        {"attn_course_one_at_a_time": part(lambda **kw: greedy(1, **kw), "greedy_1", sentences),
-         "d2l_style_one_at_a_time": part(d2l_one_at_a_time, "d2l_one", sentences)},
+    greedy = interleaved_slices(
+        {"attn_course_batched": lambda: searches.greedy(sentences, config.decode_batch_size),
+         "d2l_style_predict_step_batched": searches.d2l_predict_step},
+        {"attn_course_one_at_a_time": _in_parts(lambda part: searches.greedy(part, 1), sentences, slices),
+         "d2l_style_one_at_a_time": _in_parts(searches.d2l_one_at_a_time, sentences, slices)},
         slices=slices, device=device)
-    def search_vs_one(make: Callable[..., Callable[[], None]], subset: Sequence, name: str,
-                      wall: bool | None = None) -> dict[str, Any]:
-        """`make`'s search, batched vs one sentence at a time in parts, on `subset` (`_batched_vs_one`)."""
-        samples = interleaved_slices(
-            {"attn_course_batched": make(config.decode_batch_size, subset=subset, key=name)},
-            {"attn_course_one_at_a_time": part(lambda **kw: make(1, **kw), f"{name}_1", subset)},
-            slices=slices, device=device, wall=wall)
-        return _batched_vs_one(samples, _translations(out[name]),
-                               _translations(joined(f"{name}_1", len(subset))))
-
-    beam_result = search_vs_one(beam_search, beam, "beam")
+    beam_result = _search_vs_one(searches.beam, beam, config, device)
     all_cores = None
     more_threads = all_threads is not None and all_threads > torch.get_num_threads()
     if torch.device(device).type == "cpu" and more_threads:
         with torch_threads(all_threads):
             all_cores = {"threads": all_threads, "clock": clock_name(device, wall=True),
-                         "greedy": search_vs_one(greedy, sentences, "cores_greedy", wall=True),
-                         "beam": search_vs_one(beam_search, beam, "cores_beam", wall=True)}
-    batched, single = (_translations(out[f"greedy_{config.decode_batch_size}"]),
-                       _translations(joined("greedy_1", len(sentences))))
-    d2l_single = [tv.to_tokens(ids) for ids in joined("d2l_one", len(sentences))]
-    d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos)) for row in out["d2l_batch"].tolist()]
-    some = sentences[:config.memory_sentences]
-    memory_fns = {"greedy_attn_course_batched": greedy(config.decode_batch_size),
-                  f"greedy_attn_course_one_at_a_time_{len(some)}_sentences": greedy(1, some),
-                  "greedy_d2l_style_predict_step_batched": d2l_predict_step,
-                  f"greedy_d2l_style_one_at_a_time_{len(some)}_sentences": d2l_one_at_a_time(some),
-                  "beam_attn_course_batched": beam_search(config.decode_batch_size),
-                  f"beam_attn_course_one_at_a_time_{len(some)}_sentences": beam_search(1, beam[:len(some)])}
+                         "greedy": _search_vs_one(searches.greedy, sentences, config, device, wall=True),
+                         "beam": _search_vs_one(searches.beam, beam, config, device, wall=True)}
     return {
-        "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": num_steps,
+        "sentences": len(sentences), "batch_size": config.decode_batch_size, "num_steps": corpus.num_steps,
         "slices": slices,
-        "greedy": {**_batched_vs_one(greedy_samples, batched, single,
-                                     also_sliced=["d2l_style_one_at_a_time"]),
-                   "speedup_vs_d2l_one_at_a_time": sliced_ratio(
-                       greedy_samples, "d2l_style_one_at_a_time", "attn_course_batched"),
-                   "speedup_vs_d2l_predict_step": ratio(greedy_samples, "d2l_style_predict_step_batched",
-                                                        "attn_course_batched"),
-                   "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
-                                     "d2l_style_predict_step_batched": num_steps * len(sentences)},
-                   "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
-                   "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)},
+        "greedy": _greedy_comparison(greedy, corpus),
         "beam": {"beam_size": config.beam_size, "sentences": len(beam), **beam_result},
         "all_cores": all_cores,
-        "memory": _memory(memory_fns, device),
+        "memory": _memory(_decoding_memory_fns(searches, config, sentences, beam), device),
     }
+
+
+def _search_vs_one(search: Callable[[Sequence, int], list], sentences: Sequence, config: Config,
+                   device: torch.device | str, wall: bool | None = None) -> dict[str, Any]:
+    """search(sentences, batch_size): batched vs one sentence at a time in parts (`_batched_vs_one`)."""
+    slices = config.decode_slices
+    timed = interleaved_slices(
+        {"attn_course_batched": lambda: search(sentences, config.decode_batch_size)},
+        {"attn_course_one_at_a_time": _in_parts(lambda part: search(part, 1), sentences, slices)},
+        slices=slices, device=device, wall=wall)
+    return _batched_vs_one(timed.samples, _translations(timed.outputs["attn_course_batched"]),
+                           _translations(_joined(timed.outputs["attn_course_one_at_a_time"])))
+
+
+def _greedy_comparison(greedy: Timed, corpus: Corpus) -> dict[str, Any]:
+    """Greedy search's ratios and agreements: attn_course batched vs one at a time and vs d2l-style."""
+    samples, outputs, tv = greedy.samples, greedy.outputs, corpus.tgt_vocab
+    batched = _translations(outputs["attn_course_batched"])
+    single = _translations(_joined(outputs["attn_course_one_at_a_time"]))
+    d2l_single = [tv.to_tokens(ids) for ids in _joined(outputs["d2l_style_one_at_a_time"])]
+    d2l_batch = [tv.to_tokens(d2l_style.cut_at_eos(row, tv.eos))
+                 for row in outputs["d2l_style_predict_step_batched"].tolist()]
+    return {**_batched_vs_one(samples, batched, single, also_sliced=["d2l_style_one_at_a_time"]),
+            "speedup_vs_d2l_one_at_a_time": sliced_ratio(samples, "d2l_style_one_at_a_time",
+                                                         "attn_course_batched"),
+            "speedup_vs_d2l_predict_step": ratio(samples, "d2l_style_predict_step_batched",
+                                                 "attn_course_batched"),
+            "decoder_steps": {"attn_course_one_at_a_time": sum(len(t) + 1 for t in single),
+                              "d2l_style_predict_step_batched": corpus.num_steps * len(batched)},
+            "same_output_d2l_vs_attn_course": _agreement(d2l_single, single),
+            "same_output_d2l_predict_step_vs_one": _agreement(d2l_batch, d2l_single)}
+
+
+def _decoding_memory_fns(searches: _Searches, config: Config, sentences: Sequence,
+                         beam: Sequence) -> dict[str, Callable[[], object]]:
+    """The searches whose peak memory the decoding benchmark reports (one at a time: a few sentences)."""
+    some = sentences[:config.memory_sentences]
+    n, batch_size = len(some), config.decode_batch_size
+    return {"greedy_attn_course_batched": lambda: searches.greedy(sentences, batch_size),
+            f"greedy_attn_course_one_at_a_time_{n}_sentences": lambda: searches.greedy(some, 1),
+            "greedy_d2l_style_predict_step_batched": searches.d2l_predict_step,
+            f"greedy_d2l_style_one_at_a_time_{n}_sentences": lambda: searches.d2l_one_at_a_time(some),
+            "beam_attn_course_batched": lambda: searches.beam(beam, batch_size),
+            f"beam_attn_course_one_at_a_time_{n}_sentences": lambda: searches.beam(beam[:n], 1)}
 
 
 def _batched_vs_one(samples: dict[str, list[float]], batched: Sequence[list[str]],

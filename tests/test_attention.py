@@ -17,7 +17,6 @@ from attn_course import (
     LuongAttention,
     Memory,
     masked_softmax,
-    scoring,
 )
 from attn_course.scoring import additive_scores, concat_scores, dot_scores, general_scores, location_scores
 
@@ -157,57 +156,6 @@ def test_additive_scores_equal_the_mlp_on_summed_projections():
         "bqkh,h->bqk", torch.tanh(projected_queries[:, :, None] + projected_keys[:, None]), w_v[0]
     )
     torch.testing.assert_close(additive_scores(projected_queries, projected_keys, w_v), expected)
-
-
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
-@pytest.mark.parametrize("grad", [False, True])
-def test_additive_scores_fast_form_is_the_tanh_form(dtype, grad):
-    """float32 without autograd takes (2 w_v)ᵀ sigmoid(2x) - sum(w_v) (faster on the CPU): within 3e-7 of
-    w_v tanh(x) per unit over the whole float range, saturating exactly, with no inf - inf where opposite
-    huge projections cancel, and passing NaN on; every other case is torch's tanh form itself, bit for bit."""
-    finfo = torch.finfo(dtype)
-    tiny = torch.logspace(-30, 1, 200)
-    ramps = torch.cat([torch.linspace(-12, 12, 4001), tiny, -tiny])
-    edges = torch.tensor([0.0, 1e-45, finfo.max, -finfo.max, math.inf, -math.inf, math.nan], dtype=dtype)
-    x = torch.cat([ramps.to(dtype), edges])
-    queries = x.reshape(1, -1, 1).requires_grad_(grad)                      # one hidden unit, w_v = 1
-    keys = torch.tensor([0.0, -finfo.max], dtype=dtype).reshape(1, 2, 1)   # x itself, and x - max
-    w_v = torch.ones(1, 1, dtype=dtype)
-    assert x.numel() * 2 >= scoring._SIGMOID_FORM_MIN_SIZE           # large enough for the fast form
-    got = additive_scores(queries, keys, w_v)
-    expected = F.linear(torch.tanh(queries[:, :, None] + keys[:, None]), w_v).squeeze(-1)
-    exact = dtype != torch.float32 or grad
-    torch.testing.assert_close(got, expected, rtol=0, atol=0 if exact else 3e-7, equal_nan=True)
-    # rows: max, -max, inf, -inf; columns: x, x - max (so max - max = 0 exactly, in every path)
-    assert got[0, -5:-1].tolist() == [[1.0, 0.0], [-1.0, -1.0], [1.0, 1.0], [-1.0, -1.0]]
-    assert got[0, -1].isnan().all()
-    if grad:
-        got.nan_to_num().sum().backward()
-        reference = x.detach().clone().reshape(1, -1, 1).requires_grad_()
-        F.linear(torch.tanh(reference[:, :, None] + keys[:, None]), w_v).nan_to_num().sum().backward()
-        torch.testing.assert_close(queries.grad, reference.grad, rtol=0, atol=0, equal_nan=True)
-
-
-def test_additive_scores_of_a_small_tensor_are_the_tanh_form_bit_for_bit():
-    """One sentence at a time the tensor is small and the calls cost more than the tanh kernel: tanh form."""
-    queries, keys, w_v = torch.randn(1, 1, 128), torch.randn(1, 30, 128), torch.randn(1, 128)
-    assert 30 * 128 < scoring._SIGMOID_FORM_MIN_SIZE
-    expected = F.linear(torch.tanh(queries[:, :, None] + keys[:, None]), w_v).squeeze(-1)
-    assert torch.equal(additive_scores(queries, keys, w_v), expected)
-
-
-def test_additive_scores_fast_form_over_many_hidden_units():
-    """With 128 units the fast form's sum(w_v) offset cancels as the tanh form's sum does: within 1e-6 of a
-    float64 reference, like the tanh form itself, and argmax-identical on every row."""
-    gen = torch.Generator().manual_seed(0)
-    queries, keys = 3 * torch.randn(50, 2, 128, generator=gen), 3 * torch.randn(50, 31, 128, generator=gen)
-    w_v = torch.randn(1, 128, generator=gen) / 8
-    reference = F.linear(torch.tanh(queries.double()[:, :, None] + keys.double()[:, None]), w_v.double())
-    fast = additive_scores(queries, keys, w_v)
-    tanh_form = F.linear(torch.tanh(queries[:, :, None] + keys[:, None]), w_v)
-    torch.testing.assert_close(fast.double(), reference.squeeze(-1), rtol=0, atol=1e-6)
-    torch.testing.assert_close(tanh_form.double().squeeze(-1), reference.squeeze(-1), rtol=0, atol=1e-6)
-    assert torch.equal(fast.argmax(-1), reference.squeeze(-1).argmax(-1))
 
 
 def test_concat_scores_equal_the_mlp_on_the_literal_concatenation():

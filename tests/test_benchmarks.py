@@ -136,19 +136,21 @@ def test_bare_decoder_is_the_attention_decoder_with_a_fixed_context(corpus, name
 
 def test_interleaved_times_every_function_repeats_times_in_alternation():
     order = []
-    fns = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
-    samples = interleaved(fns, repeats=3, warmup=1)
+    fns = {"a": lambda: order.append("a") or len(order), "b": lambda: order.append("b") or len(order)}
+    samples, outputs = interleaved(fns, repeats=3, warmup=1)
     assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert [len(v) for v in samples.values()] == [3, 3]
+    assert outputs == {"a": 7, "b": 8}                           # each function's last result
 
 
 def test_interleaved_slices_times_one_part_of_the_slow_pass_between_fast_runs():
     order = []
-    whole = {"fast": lambda: order.append("fast")}
-    sliced = {"slow": lambda k: order.append(f"slow{k}")}
-    samples = interleaved_slices(whole, sliced, slices=3)
+    whole = {"fast": lambda: order.append("fast") or len(order)}
+    sliced = {"slow": lambda k: order.append(f"slow{k}") or f"part {k}"}
+    samples, outputs = interleaved_slices(whole, sliced, slices=3)
     assert order == ["fast", "slow0", "slow1", "fast", "fast", "slow2"]
     assert [len(v) for v in samples.values()] == [3, 3]
+    assert outputs == {"fast": 5, "slow": ["part 0", "part 1", "part 2"]}     # whole: last; sliced: parts
     samples = {"fast": [1.0, 3.0, 2.0], "slow": [10.0, 12.0, 14.0]}
     assert sliced_ratio(samples, "slow", "fast") == 36.0 / 2.0     # the parts' sum over the fast median
     # Round r alone: 3 parts x part r over fast run r.
