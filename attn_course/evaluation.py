@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from attn_course import fast
 from attn_course.chapters import TaskData
 from attn_course.data import Example, make_batch
 from attn_course.decoders import LuongDecoder, top_layer
@@ -64,7 +65,7 @@ def forced_attention(model: Seq2Seq, examples: Sequence[Example], data: TaskData
         raise ValueError(f"a {type(model.decoder).__name__} has no attention to align with")
     device = next(model.parameters()).device
     results: list[torch.Tensor | None] = [None] * len(examples)
-    with eval_mode(model):
+    with eval_mode(model), fast.enabled(model):  # no gradients here: the faster score form applies
         for chunk, part in _batches(examples, batch_size):
             batch = make_batch(part, data.src_vocab, data.tgt_vocab).to(device)
             _, attention = model(batch.src, batch.src_valid_lens, batch.tgt_in)

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
+from attn_course import fast
 from attn_course.runtime import eval_mode, get_device, seed_everything
 from attn_course.seq2seq import ModelConfig, Seq2Seq
 from attn_course.validation import check_int, check_number
@@ -124,7 +125,7 @@ def evaluate_loss(model: Seq2Seq, loader: Iterable, *, device: torch.device | st
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     total, tokens = 0.0, 0
-    with eval_mode(model):
+    with eval_mode(model), fast.enabled(model):  # no gradients here: the faster score form applies
         for batch in loader:
             src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
             logits, _ = model(src, src_valid_lens, tgt_in)
