@@ -52,12 +52,10 @@ def check_schema(results: dict, config: X.StudyConfig) -> None:
                     assert stats["std"] >= 0
 
 
-@pytest.mark.slow
 def test_quick_study_writes_the_documented_schema(quick_results):
     check_schema(quick_results, X.QUICK)
 
 
-@pytest.mark.slow
 def test_quick_study_is_reproducible_for_a_seed(quick_results):
     run = quick_results["translation"]["variants"][0]["runs"][0]
     again = X.run_one("translation", X.QUICK.translation, quick_results["translation"]["variants"][0]["name"],
@@ -82,14 +80,12 @@ def test_summarise_gives_mean_sample_std_and_none_for_missing_scores():
     assert X.summarise(runs[:1])["bleu"] == {"mean": 10.0, "std": 0.0}
 
 
-@pytest.mark.slow
 def test_results_table_formats_mean_and_std(quick_results):
     rows = X.results_table(quick_results, "translation", ["bleu", "aer_output"])
     assert [row["variant"] for row in rows] == list(X.QUICK.translation.variants)
     assert all(" ± " in row["bleu"] for row in rows)
 
 
-@pytest.mark.slow
 def test_per_seed_pairs_two_variants_run_by_run(quick_results):
     results = json.loads(json.dumps(quick_results))
     runs = results["translation"]["variants"][0]["runs"]
@@ -99,7 +95,6 @@ def test_per_seed_pairs_two_variants_run_by_run(quick_results):
     assert len(X.per_seed(results, "translation", "local-p-general", "centre_error")) == len(X.QUICK.seeds)
 
 
-@pytest.mark.slow
 def test_per_seed_refuses_a_missing_variant_score_or_seed(quick_results):
     with pytest.raises(ValueError, match="has no variant 'global-dot'"):
         X.per_seed(quick_results, "translation", "global-dot", "bleu")
