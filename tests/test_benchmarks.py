@@ -185,6 +185,7 @@ def test_torch_threads_sets_the_count_inside_the_block_and_restores_it():
             pass
 
 
+@pytest.mark.slow
 def test_decoding_has_no_all_cores_timings_without_more_threads(corpus):
     config = replace(CONFIG, decode_slices=1)
     model = suites.new_model(config, corpus, "cpu")
@@ -203,6 +204,7 @@ def test_peak_memory_sees_a_large_cpu_tensor():
     assert result["peak_bytes"] >= 6 * 2**20
 
 
+@pytest.mark.slow
 def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     torch.manual_seed(0)
     threads = torch.get_num_threads()

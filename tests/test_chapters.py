@@ -62,6 +62,7 @@ def test_encoder_hiddens_sets_the_encoder_size_per_direction():
     assert model.encoder.enc_size == 10 and model.decoder.num_hiddens == 6
 
 
+@pytest.mark.slow
 def test_background_training_trains_in_another_process_and_then_just_loads(tmp_path):
     data = C.reversal_data(40, min_len=4, max_len=7, vocab_size=5)
     recipe = C.Recipe(embed_size=4, decoder_hiddens=6, window=2,

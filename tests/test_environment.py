@@ -58,7 +58,6 @@ def test_d2l_torch_imports_with_current_numpy_and_pandas():
     assert tuple(int(x) for x in pandas.__version__.split(".")[:2]) >= (2, 1)
 
 
-@pytest.mark.slow
 def test_pip_check_reports_only_d2ls_own_pins():
     """`pip check` is clean except for d2l 1.0.3's hard pins, the one known exception (README)."""
     out = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
