@@ -156,7 +156,7 @@ def test_enabled_layers_attend_as_the_plain_layers_and_are_restored_after(layer)
 
 
 def test_enabled_restores_each_layers_own_switch_even_when_the_block_raises():
-    model = build_model("luong", 12, 9, embed_size=6, num_hiddens=8, score="concat")
+    model = build_model("luong", 12, 9, embed_size=6, encoder_hiddens=8, score="concat")
     layer = model.decoder.attention
     with pytest.raises(RuntimeError), fast.enabled(model):
         assert layer.fast_scores
@@ -173,7 +173,7 @@ def test_decoding_scores_with_the_fast_form_and_finds_what_the_plain_form_finds(
     """The decoding benchmark times the fast form: greedy and beam search use it (and leave the layers
     plain afterwards), with the same tokens and scores as the plain form gives them."""
     torch.manual_seed(0)
-    model = build_model("bahdanau", 12, 9, embed_size=8, num_hiddens=32)
+    model = build_model("bahdanau", 12, 9, embed_size=8, encoder_hiddens=32)
     src = torch.randint(4, 12, (16, 20))
     lens = torch.randint(1, 21, (16,))
     options = dict(bos=BOS, eos=EOS, max_len=12) | ({"beam_size": 3} if search is beam_search else {})
@@ -193,7 +193,7 @@ def test_decoding_scores_with_the_fast_form_and_finds_what_the_plain_form_finds(
 # ---------------------------------------------------------------------------------------------- index_select
 def decoder_states():
     torch.manual_seed(0)
-    sizes = dict(embed_size=6, num_hiddens=8)
+    sizes = dict(embed_size=6, encoder_hiddens=8)
     src, lens = torch.randint(4, 12, (4, 7)), torch.tensor([7, 3, 5, 1])
     models = [build_model("plain", 12, 9, **sizes), build_model("bahdanau", 12, 9, **sizes, cell="lstm"),
               build_model("luong", 12, 9, **sizes, score="dot"),
@@ -290,7 +290,7 @@ def test_fast_to_tokens_of_anything_but_a_flat_list_is_the_vocabularys(indices):
 
 def test_translate_maps_source_ids_back_to_the_vocabularys_tokens():
     torch.manual_seed(0)
-    model = build_model("bahdanau", len(VOCAB), 7, embed_size=6, num_hiddens=8)
+    model = build_model("bahdanau", len(VOCAB), 7, embed_size=6, encoder_hiddens=8)
     results = translate(model, ["il dort .", "elle mange zèbre ."], VOCAB, Vocab(["a", "b", "c"]), max_len=5)
     assert [r.source for r in results] == [["il", "dort", ".", "<eos>"],
                                            ["elle", "mange", "<unk>", ".", "<eos>"]]
