@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_grade(commands: argparse._SubParsersAction) -> None:
     """The `grade` command: what to grade, where to write, and the limits of each submission's process."""
+    # One declaration per option, as argparse wants them: long, but there is nothing to split.
     g = commands.add_parser(
         "grade",
         help="grade exercise notebooks with the course's checks, safely",
@@ -133,12 +134,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             print(f"attn-course grade: --hidden {args.hidden}: {exc}", file=sys.stderr)
             return 2
-    limits = Limits(
-        cell_timeout=args.cell_timeout,
-        total_timeout=args.total_timeout,
-        memory_mb=args.memory_mb,
-        max_output_kb=args.max_output_kb,
-    )
+    try:
+        limits = Limits(
+            cell_timeout=args.cell_timeout,
+            total_timeout=args.total_timeout,
+            memory_mb=args.memory_mb,
+            max_output_kb=args.max_output_kb,
+        )
+    except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 2
     paths = collect(args.submissions)
     if not paths:
         print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)

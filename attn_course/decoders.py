@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from attn_course.attention import AdditiveAttention, LuongAttention, Memory
 from attn_course.encoders import CELLS, EncoderOutput, RNNState
 from attn_course.masking import softmax_excluding
-from attn_course.validation import check_positive_int, check_probability, check_tokens
+from attn_course.validation import check_positive_int, check_probability, check_shape, check_tokens
 
 LUONG_ALIGNMENTS = ("global", "local-m", "local-p")
 
@@ -88,20 +88,14 @@ class Decoder(nn.Module, ABC):
         """Raise ValueError unless ``enc`` fits this decoder (feature sizes, layers, cell)."""
         outputs, state, valid_lens = enc
         batch_size = outputs.shape[0]
-        if outputs.dim() != 3 or outputs.shape[2] != self.enc_size:
-            raise ValueError(f"enc.outputs has shape {tuple(outputs.shape)}, expected "
-                             f"(batch_size, num_steps, enc_size) with enc_size = {self.enc_size}")
+        check_shape("enc.outputs", outputs, {"batch_size": None, "S": None, "enc_size": self.enc_size})
         if isinstance(state, tuple) != (self.cell == "lstm"):
             kind = "an LSTM (h, c) pair" if isinstance(state, tuple) else "a tensor"
             raise ValueError(f"enc.state is {kind}, expected the state of a {self.cell.upper()} decoder")
         for h in state if isinstance(state, tuple) else (state,):
-            expected = (self.num_layers, batch_size, self.num_hiddens)
-            if tuple(h.shape) != expected:
-                raise ValueError(f"enc.state has shape {tuple(h.shape)}, expected "
-                                 f"(num_layers, batch_size, num_hiddens) = {expected}")
-        if tuple(valid_lens.shape) != (batch_size,):
-            raise ValueError(f"enc.valid_lens has shape {tuple(valid_lens.shape)}, expected (batch_size,) = "
-                             f"({batch_size},)")
+            sizes = {"num_layers": self.num_layers, "batch_size": batch_size, "num_hiddens": self.num_hiddens}
+            check_shape("enc.state", h, sizes)
+        check_shape("enc.valid_lens", valid_lens, {"batch_size": batch_size})
 
     @abstractmethod
     def init_state(self, enc: EncoderOutput) -> DecoderState:
@@ -113,11 +107,7 @@ class Decoder(nn.Module, ABC):
         attention weights (batch_size, S) or None."""
 
     def _check_y(self, name: str, y: Tensor, batch_size: int, dim: int) -> None:
-        if dim == 2:
-            check_tokens(name, y, batch_size)
-        elif y.dim() != 1 or y.shape[0] != batch_size or y.dtype.is_floating_point:
-            raise ValueError(f"{name} has shape {tuple(y.shape)} and dtype {y.dtype}, expected integer token "
-                             f"ids of shape (batch_size,) = ({batch_size},)")
+        check_tokens(name, y, batch_size, ndim=dim)
 
     def _embed(self, tokens: Tensor) -> Tensor:
         return self.dropout(self.embedding(tokens))

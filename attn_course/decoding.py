@@ -81,7 +81,7 @@ def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int,
     """
     check_tokens("src", src)
     check_tensor("src_valid_lens", src_valid_lens)
-    check_valid_lens(src_valid_lens, src.shape[0], None, src.shape[1], low=1, per_query=False,
+    check_valid_lens(src_valid_lens, src.shape[0], None, src.shape[1], low=1, per_query=False, upper="S",
                      name="src_valid_lens")
     vocab_size = model.decoder.vocab_size
     for name, value in (("bos", bos), ("eos", eos)):

@@ -103,7 +103,7 @@ class Encoder(nn.Module):
         check_tokens("src", src)
         batch_size, num_steps = src.shape
         check_tensor("src_valid_lens", src_valid_lens)  # refuses None: every sentence has a length
-        check_valid_lens(src_valid_lens, batch_size, None, num_steps, low=1, per_query=False,
+        check_valid_lens(src_valid_lens, batch_size, None, num_steps, low=1, per_query=False, upper="S",
                          name="src_valid_lens")
         X = self.dropout(self.embedding(src))
         packed = pack_padded_sequence(X, src_valid_lens.cpu(), batch_first=True, enforce_sorted=False)

@@ -200,13 +200,11 @@ def attention_to_links(
         raise ValueError(f"weights has shape {tuple(matrix.shape)}, expected (num_steps, num_keys)")
     num_steps, num_keys = matrix.shape
     src_len = num_keys if src_len is None else src_len
-    if not 1 <= src_len <= num_keys:
-        raise ValueError(f"src_len is {src_len}, expected 1 <= src_len <= num_keys = {num_keys}")
+    check_int("src_len", src_len, low=1, high=num_keys, high_name="num_keys")
     shift = 0 if convention == "output" else 1
     max_tgt = max(num_steps - shift, 0)
     tgt_len = max_tgt if tgt_len is None else tgt_len
-    if tgt_len < 0:
-        raise ValueError(f"tgt_len is {tgt_len}, expected a non-negative number of target words")
+    check_int("tgt_len", tgt_len, low=0)
     if matrix.is_floating_point() and not torch.isfinite(matrix).all():
         raise ValueError("weights contains NaN or inf, expected finite attention weights")
     best = matrix[:, :src_len].argmax(dim=1).tolist() if num_steps else []

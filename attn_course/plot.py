@@ -178,6 +178,7 @@ def heatmap(
     ax: the Axes to draw on; if None a new Figure is made (not left open in pyplot).
     Returns: the Figure drawn on.
     """
+    # Long only through its keyword arguments and their documentation: the drawing is four helpers below.
     matrix = as_matrix(weights)
     num_steps, num_keys = matrix.shape
     src_labels = _check_tokens("src_tokens", src_tokens, num_keys, "column of weights")

@@ -24,7 +24,15 @@ from tqdm.auto import tqdm
 from attn_course import fast
 from attn_course.runtime import eval_mode, get_device, seed_everything
 from attn_course.seq2seq import ModelConfig, Seq2Seq
-from attn_course.validation import check_int, check_number
+from attn_course.validation import (
+    check_floating,
+    check_int,
+    check_number,
+    check_shape,
+    check_tensor,
+    check_tokens,
+    check_valid_lens,
+)
 
 #: The checkpoint layout: format 2 records `dataclasses.asdict` of the model's `ModelConfig` (format 1, before
 #: it, recorded each module's arguments); a file of another format is refused with a clear error.
@@ -58,20 +66,15 @@ def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction={reduction!r}, expected 'mean' or 'sum'")
-    if not isinstance(logits, Tensor) or logits.dim() != 3 or not logits.is_floating_point():
-        shape = tuple(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
-        raise ValueError(f"logits has shape {shape}, expected floating (batch_size, T, vocab_size)")
+    check_floating("logits", logits)
+    check_shape("logits", logits, {"batch_size": None, "T": None, "vocab_size": None})
     batch_size, num_steps, _ = logits.shape
-    if tuple(tgt_out.shape) != (batch_size, num_steps) or tgt_out.is_floating_point():
-        raise ValueError(f"tgt_out has shape {tuple(tgt_out.shape)} and dtype {tgt_out.dtype}, expected "
-                         f"integer labels of shape (batch_size, T) = ({batch_size}, {num_steps})")
-    if tuple(tgt_valid_lens.shape) != (batch_size,) or tgt_valid_lens.is_floating_point():
-        raise ValueError(f"tgt_valid_lens has shape {tuple(tgt_valid_lens.shape)}, expected integer "
-                         f"(batch_size,) = ({batch_size},)")
+    check_tokens("tgt_out", tgt_out, batch_size)
+    check_shape("tgt_out", tgt_out, {"batch_size": batch_size, "T": num_steps})
+    check_tensor("tgt_valid_lens", tgt_valid_lens)
+    check_valid_lens(tgt_valid_lens, batch_size, None, num_steps, low=0, per_query=False, upper="T",
+                     name="tgt_valid_lens")
     lens = tgt_valid_lens.to(logits.device)
-    if batch_size and (int(lens.min()) < 0 or int(lens.max()) > num_steps):
-        raise ValueError(f"tgt_valid_lens must lie in [0, T] = [0, {num_steps}], got values from "
-                         f"{int(lens.min())} to {int(lens.max())}")
     real = torch.arange(num_steps, device=logits.device)[None] < lens[:, None]     # (B, T)
     num_tokens = int(real.sum())
     if reduction == "mean" and num_tokens == 0:

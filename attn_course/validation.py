@@ -24,7 +24,9 @@ def _fmt(shape: Sequence[int | str | None]) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def _interval(low: float | None, high: float | None, low_open: bool = False, high_open: bool = False) -> str:
+def _interval(
+    low: float | None, high: float | str | None, low_open: bool = False, high_open: bool = False
+) -> str:
     if low is not None and high is not None:
         return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
     if low is not None:
@@ -34,16 +36,24 @@ def _interval(low: float | None, high: float | None, low_open: bool = False, hig
     return ""
 
 
-def check_int(name: str, value: object, *, low: int | None = None, high: int | None = None) -> int:
+def check_int(
+    name: str, value: object, *, low: int | None = None, high: int | None = None, high_name: str | None = None
+) -> int:
     """Raise ValueError unless `value` is an int (not a bool) in [low, high]; return it.
 
-    ``check_int("beam_size", 0, low=1)`` raises ``ValueError("beam_size must be an int >= 1, got 0")``.
+    ``check_int("beam_size", 0, low=1)`` raises ``ValueError("beam_size must be an int >= 1, got 0")``;
+    `high_name` says where the upper bound comes from:
+    ``check_int("valid_len", 3, low=0, high=2, high_name="num_keys")`` raises
+    ``ValueError("valid_len must be an int in [0, num_keys] = [0, 2], got 3")``.
     NumPy integers are accepted (they come out of arrays and JSON readers) and returned as int.
     """
+    where = _interval(low, high)
+    if high_name is not None and high is not None:
+        where = f"{_interval(low, high_name)} ={_interval(low, high).removeprefix(' in')}"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an int{_interval(low, high)}, got {value!r}")
+        raise ValueError(f"{name} must be an int{where}, got {value!r}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name} must be an int{_interval(low, high)}, got {value!r}")
+        raise ValueError(f"{name} must be an int{where}, got {value!r}")
     return int(value)
 
 
@@ -121,18 +131,20 @@ def check_shape(
     raise ValueError(f"{name} has shape {_fmt(actual)}, expected {wanted}")
 
 
-def check_tokens(name: str, tokens: object, batch_size: int | None = None) -> torch.Tensor:
-    """Raise ValueError unless `tokens` is a 2-D tensor of token ids, (batch_size, num_steps); return it."""
+def check_tokens(name: str, tokens: object, batch_size: int | None = None, *, ndim: int = 2) -> torch.Tensor:
+    """Raise ValueError unless `tokens` is an integer tensor of token ids; return it.
+
+    ndim=2: a batch of sequences, (batch_size, num_steps); ndim=1: one token per sentence, (batch_size,),
+    as a decoder step takes them. `batch_size` None accepts any number of rows.
+    """
     check_tensor(name, tokens)
-    if tokens.dim() != 2:
-        raise ValueError(f"{name} has shape {_fmt(tuple(tokens.shape))}, expected (batch_size, num_steps)")
+    names = ("batch_size", "num_steps")[:ndim]
+    sizes = (batch_size, None)[:ndim]
+    if tokens.dim() != ndim or (batch_size is not None and tokens.shape[0] != batch_size):
+        shape = _fmt(tuple(tokens.shape))
+        raise ValueError(f"{name} has shape {shape}, expected {_fmt(names)} = {_fmt(sizes)}")
     if tokens.dtype not in _INTEGER_DTYPES:
         raise ValueError(f"{name} has dtype {tokens.dtype}, expected an integer dtype (token ids)")
-    if batch_size is not None and tokens.shape[0] != batch_size:
-        raise ValueError(
-            f"{name} has shape {_fmt(tuple(tokens.shape))}, expected (batch_size, num_steps) = "
-            f"{_fmt((batch_size, None))}"
-        )
     return tokens
 
 
@@ -144,6 +156,7 @@ def check_valid_lens(
     *,
     low: int,
     per_query: bool = True,
+    upper: str = "num_keys",
     name: str = "valid_lens",
     check_values: bool = True,
 ) -> torch.Tensor | None:
@@ -154,6 +167,7 @@ def check_valid_lens(
     `low` is 0 for attention (a row may have no keys: it gets zero weights) and 1 for an encoder's source
     lengths (a sentence has at least one token). `num_queries=None` accepts any second dimension (when the
     queries are not known yet); `per_query=False` accepts only the per-sequence form (batch_size,).
+    `upper` names the largest length in errors: "num_keys" for attention, the padded length elsewhere.
     With `check_values=False` only the shape and dtype are checked (no device sync).
 
     Float lengths are refused: d2l's masked_softmax accepts them (it compares against a float arange),
@@ -185,7 +199,7 @@ def check_valid_lens(
         smallest, largest = torch.stack(torch.aminmax(valid_lens)).tolist()  # one sync, not two
         if smallest < low or largest > num_keys:
             raise ValueError(
-                f"{name} must lie in [{low}, num_keys] = [{low}, {num_keys}], "
+                f"{name} must lie in [{low}, {upper}] = [{low}, {num_keys}], "
                 f"got values from {smallest} to {largest}"
             )
     return valid_lens

@@ -73,8 +73,7 @@ def apply_temperature(
         raise ValueError("weights contains NaN, inf or negative values, expected attention weights")
     num_steps, num_keys = w.shape
     valid_len = num_keys if valid_len is None else valid_len
-    if not 0 <= valid_len <= num_keys:
-        raise ValueError(f"valid_len is {valid_len}, expected 0 <= valid_len <= num_keys = {num_keys}")
+    check_int("valid_len", valid_len, low=0, high=num_keys, high_name="num_keys")
     zero = w == 0
     scores = (torch.log(w.clamp_min(torch.finfo(torch.float64).tiny)) / temperature).masked_fill(
         zero, torch.finfo(torch.float64).min
@@ -139,8 +138,7 @@ class ScorePlayground:
                 f"keys has shape {tuple(self.keys.shape)}, expected (num_keys, 2) with num_keys >= 2"
             )
         num_keys = self.keys.shape[0]
-        if not 0 <= valid_len <= num_keys:
-            raise ValueError(f"valid_len is {valid_len}, expected 0 <= valid_len <= num_keys = {num_keys}")
+        check_int("valid_len", valid_len, low=0, high=num_keys, high_name="num_keys")
         if len(query) != 2:
             raise ValueError(f"query has {len(query)} coordinates, expected 2")
         generator = torch.Generator().manual_seed(seed)
@@ -364,6 +362,30 @@ def score_view(view: AttentionView, example, convention: str) -> AttentionView:
     )
 
 
+
+def _explorable_models(model: torch.nn.Module, compare: torch.nn.Module | None) -> list[torch.nn.Module]:
+    """[model] or [model, compare], each checked to be a Seq2Seq whose decoder has attention."""
+    models = [model] if compare is None else [model, compare]
+    for label, m in zip(("model", "compare"), models, strict=False):
+        if not isinstance(m, torch.nn.Module):
+            raise ValueError(f"{label} is a {type(m).__name__}, expected a Seq2Seq model (torch.nn.Module)")
+        if not getattr(getattr(m, "decoder", None), "has_attention", False):
+            raise ValueError(
+                f"{label} has no attention (e.g. a PlainDecoder): there are no weights to explore"
+            )
+    return models
+
+
+def _dropdown_examples(examples: Sequence) -> list:
+    """The examples as a list, checked to be non-empty and to have a source and a target each."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("examples is empty, expected at least one Example for the dropdown")
+    for i, example in enumerate(examples):
+        if not (hasattr(example, "src") and hasattr(example, "tgt")):
+            raise ValueError(f"examples[{i}] is a {type(example).__name__}, expected an Example (src, tgt)")
+    return examples
+
 class AttentionExplorer:
     """Step through a seq2seq model's attention on a sentence, with gold links, temperature and a comparison.
 
@@ -409,30 +431,13 @@ class AttentionExplorer:
         convention: str = "output",
         tokenize: Callable[[str], list[str]] = default_tokenize,
     ) -> None:
-        self.models = [model] if compare is None else [model, compare]
-        for i, m in enumerate(self.models):
-            label = "model" if i == 0 else "compare"
-            if not isinstance(m, torch.nn.Module):
-                raise ValueError(
-                    f"{label} is a {type(m).__name__}, expected a Seq2Seq model (torch.nn.Module)"
-                )
-            if not getattr(getattr(m, "decoder", None), "has_attention", False):
-                raise ValueError(
-                    f"{label} has no attention (e.g. a PlainDecoder): there are no weights to explore"
-                )
+        self.models = _explorable_models(model, compare)
         self.names = [model_name(m) for m in self.models] if names is None else list(names)
         if len(self.names) != len(self.models):
             raise ValueError(
                 f"names has {len(self.names)} entries, expected one per model = {len(self.models)}"
             )
-        self.examples = list(examples)
-        if not self.examples:
-            raise ValueError("examples is empty, expected at least one Example for the dropdown")
-        for i, example in enumerate(self.examples):
-            if not (hasattr(example, "src") and hasattr(example, "tgt")):
-                raise ValueError(
-                    f"examples[{i}] is a {type(example).__name__}, expected an Example (src, tgt)"
-                )
+        self.examples = _dropdown_examples(examples)
         if mode not in MODES:
             raise ValueError(f"mode is {mode!r}, expected one of {MODES}")
         if convention not in CONVENTIONS:

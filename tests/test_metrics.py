@@ -257,7 +257,7 @@ def test_attention_to_links_rejects_bad_arguments():
         attention_to_links(peaked([0], 2), convention="outputs")
     with pytest.raises(ValueError, match=r"weights has shape \(1, 1, 2\), expected \(num_steps, num_keys\)"):
         attention_to_links(peaked([0], 2)[None])
-    with pytest.raises(ValueError, match="src_len is 3, expected 1 <= src_len <= num_keys = 2"):
+    with pytest.raises(ValueError, match=r"src_len must be an int in \[1, num_keys\] = \[1, 2\], got 3"):
         attention_to_links(peaked([0], 2), src_len=3)
     with pytest.raises(ValueError, match="NaN or inf"):
         attention_to_links(torch.tensor([[0.5, float("nan")]]))

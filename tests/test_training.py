@@ -63,7 +63,7 @@ def test_masked_loss_rejects_bad_shapes_and_empty_batches():
     logits, labels = torch.randn(2, 4, 5), torch.randint(0, 5, (2, 4))
     with pytest.raises(ValueError, match=r"tgt_out has shape \(2, 3\)"):
         masked_cross_entropy(logits, labels[:, :3], torch.tensor([4, 2]))
-    with pytest.raises(ValueError, match=r"tgt_valid_lens has shape \(3,\), expected integer \(batch_size"):
+    with pytest.raises(ValueError, match=r"tgt_valid_lens has shape \(3,\), expected \(batch_size,\) = \(2,"):
         masked_cross_entropy(logits, labels, torch.tensor([4, 2, 1]))
     with pytest.raises(ValueError, match=r"tgt_valid_lens must lie in \[0, T\] = \[0, 4\]"):
         masked_cross_entropy(logits, labels, torch.tensor([5, 2]))

@@ -259,7 +259,7 @@ def test_temperature_masks_positions_past_valid_len_and_keeps_empty_rows_empty()
         ((np.ones((2, 2)) / 2, 0.0), "temperature must be a finite number > 0, got 0.0"),
         ((np.ones((2, 2)) / 2, math.inf), "temperature must be a finite number > 0, got inf"),
         ((np.ones(2) / 2, 1.0), "weights has shape (2,), expected (num_steps, num_keys)"),
-        ((np.ones((2, 2)) / 2, 1.0, 3), "valid_len is 3, expected 0 <= valid_len <= num_keys = 2"),
+        ((np.ones((2, 2)) / 2, 1.0, 3), "valid_len must be an int in [0, num_keys] = [0, 2], got 3"),
         ((-np.ones((2, 2)), 1.0), "negative"),
     ],
 )
@@ -477,7 +477,7 @@ def test_mask_toggle_gives_padded_keys_exactly_zero_weight():
 def test_playground_rejects_bad_shapes():
     with pytest.raises(ValueError, match=r"keys has shape \(3, 3\), expected \(num_keys, 2\)"):
         ScorePlayground(keys=torch.zeros(3, 3))
-    with pytest.raises(ValueError, match="valid_len is 9, expected 0 <= valid_len <= num_keys = 5"):
+    with pytest.raises(ValueError, match=r"valid_len must be an int in \[0, num_keys\] = \[0, 5\], got 9"):
         ScorePlayground(valid_len=9)
     with pytest.raises(ValueError, match=r"W_a has shape \(3, 3\), expected \(2, 2\)"):
         ScorePlayground(W_a=torch.eye(3))
