@@ -70,7 +70,7 @@ class Config:
     train_pairs: int = 3000
     heldout_pairs: int = 500         # the fixed held-out set scored by BLEU after every epoch
     embed_size: int = 64
-    num_hiddens: int = 128
+    encoder_hiddens: int = 128       # units per encoder direction (the decoder gets as many)
     batch_size: int = 32
     lr: float = 5e-3
     lr_decay: float = 0.8            # time to quality: both learning rates times this after each epoch
@@ -91,7 +91,7 @@ class Config:
 
 
 FULL = Config()
-QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, embed_size=8, num_hiddens=8,
+QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, embed_size=8, encoder_hiddens=8,
                 batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, attention_repeats=2,
                 warmup=0,
                 decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_slices=2,
@@ -127,7 +127,7 @@ def new_model(config: Config, corpus: Corpus, device: torch.device | str, **opti
     torch.manual_seed(config.seed)
     kind = options.pop("kind", "bahdanau")
     return build_model(kind, len(corpus.src_vocab), len(corpus.tgt_vocab), embed_size=config.embed_size,
-                       encoder_hiddens=config.num_hiddens, **options).to(device)
+                       encoder_hiddens=config.encoder_hiddens, **options).to(device)
 
 
 def _memory(fns: dict[str, Callable[[], object]], device: torch.device | str) -> dict[str, Any]:
