@@ -154,6 +154,12 @@ def test_the_progress_bar_redraws_at_most_twice_a_second(monkeypatch):
             return super().refresh(*args, **kwargs)
 
     monkeypatch.setattr(tqdm.std, "time", clock)  # what every tqdm bar reads the time from
+    # An earlier bar in this process may have started tqdm's monitor thread, which reads that clock too
+    # (every 10 s of real time): stop it, or a slow machine sees extra ticks and extra redraws.
+    if tqdm.std.tqdm.monitor is not None:
+        tqdm.std.tqdm.monitor.exit()
+        tqdm.std.tqdm.monitor = None
+    monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)
     monkeypatch.setattr(training, "tqdm", Spy)
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=64, batch_size=2)  # 32 batches per epoch
     train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, device="cpu", progress=True)
