@@ -15,7 +15,16 @@ from pathlib import Path
 import torch
 
 from attn_course import checks
-from attn_course.grading import Limits, SubmissionGrade, check_hidden, collect, grade
+from attn_course.grading import (
+    Identities,
+    IdentityError,
+    Limits,
+    SubmissionGrade,
+    check_hidden,
+    collect,
+    grade,
+)
+from attn_course.grading.identity import RULES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,9 +71,11 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
     )
     g.add_argument(
         "--id-from",
-        choices=("stem", "metadata"),
-        default="stem",
-        help="student id: the file name (default) or metadata.attn_course.student",
+        choices=(*RULES, "stem"),
+        default="auto",
+        help="student ids: from each file's folder, its file name (or 'stem'), nbgrader's, Canvas's or "
+        "Moodle's layout, or metadata.attn_course.student; auto (default) picks from the layout and "
+        "says which",
     )
     defaults = Limits()
     g.add_argument(
@@ -149,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
         return 2
 
+    def announce(identities: Identities) -> None:
+        print("\n".join(identities.summary()), flush=True)
+
     def report(result: SubmissionGrade) -> None:
         if not args.quiet:
             points = f"{result.total}/{len(result.exercises)}"
@@ -157,16 +171,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The checks' tensors are tiny: extra threads only add overhead (and the sandboxes use one thread too).
     torch.set_num_threads(1)
     started = time.monotonic()
-    results = grade(
-        paths,
-        out=args.out,
-        feedback=args.feedback,
-        hidden=hidden,
-        chapters=args.chapter,
-        limits=limits,
-        id_from=args.id_from,
-        progress=report,
-    )
+    try:
+        results = grade(
+            paths,
+            out=args.out,
+            feedback=args.feedback,
+            hidden=hidden,
+            chapters=args.chapter,
+            limits=limits,
+            id_from=args.id_from,
+            announce=announce,
+            progress=report,
+        )
+    except IdentityError as exc:  # raised before anything is graded: the files to sort out, no traceback
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 2
     elapsed = time.monotonic() - started
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
     print(

@@ -17,18 +17,24 @@ changes nothing: the checks that judge never share a process with the learner's 
 sandbox (``os._exit``, a signal, a hang past its deadline) costs only its exercise: the grader notes why,
 starts a fresh sandbox without that step, and carries on. The submission files are only ever read.
 
-The modules, in the order a submission meets them: `records` (limits, steps, grades), `reading` (1),
-`judging` (2 and 4), `sandbox` (3, the grader's side), `sandbox_child` (3, inside the sandbox) and
-`gradebook` (a batch, the CSV and the feedback files).
+Who a submission belongs to comes from the batch's layout (a folder per student, nbgrader, Canvas or Moodle
+downloads, file names) or the notebooks' metadata; two students are never merged into one row (`identity`).
+
+The modules, in the order a submission meets them: `records` (limits, steps, grades), `identity` (whose
+it is), `reading` (1), `judging` (2 and 4), `sandbox` (3, the grader's side), `sandbox_child` (3, inside
+the sandbox) and `gradebook` (a batch, the CSV and the feedback files).
 """
 
 from attn_course.grading.gradebook import collect, grade, write_feedback, write_gradebook
+from attn_course.grading.identity import Identities, IdentityError, identify
 from attn_course.grading.judging import check_hidden, grade_submission
 from attn_course.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
 from attn_course.grading.sandbox import Sandboxes
 
 __all__ = [
     "ExerciseGrade",
+    "Identities",
+    "IdentityError",
     "Limits",
     "Sandboxes",
     "Step",
@@ -37,6 +43,7 @@ __all__ = [
     "collect",
     "grade",
     "grade_submission",
+    "identify",
     "write_feedback",
     "write_gradebook",
 ]

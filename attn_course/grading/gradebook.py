@@ -9,18 +9,28 @@ from pathlib import Path
 from typing import Any
 
 from attn_course import checks
+from attn_course.grading.identity import ALIASES, Identities, identify
 from attn_course.grading.judging import check_hidden, grade_submission
-from attn_course.grading.reading import chapters_of, read_notebook
+from attn_course.grading.reading import chapters_of, metadata_student, read_notebook
 from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
 from attn_course.grading.sandbox import Sandboxes
 
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
-    """Submission files: each path itself, or the .ipynb files inside a folder (sorted)."""
-    found = []
+    """Submission files: each path itself, or the .ipynb files anywhere inside a folder (sorted, skipping
+    hidden folders such as .ipynb_checkpoints); a file named twice is listed once."""
+    found: dict[Path, Path] = {}
     for p in map(Path, paths):
-        found += sorted(p.glob("*.ipynb")) if p.is_dir() else [p]
-    return found
+        files = sorted(_notebooks_under(p)) if p.is_dir() else [p]
+        for file in files:
+            found.setdefault(file.resolve(), file)
+    return list(found.values())
+
+
+def _notebooks_under(folder: Path) -> list[Path]:
+    return [
+        p for p in folder.rglob("*.ipynb") if not any(s.startswith(".") for s in p.relative_to(folder).parts)
+    ]
 
 
 def _merge(grades: list[SubmissionGrade]) -> dict[str, list[SubmissionGrade]]:
@@ -111,6 +121,14 @@ def _exercises(
     return keys, per_path
 
 
+def students(paths: Sequence[Path], id_from: str, limits: Limits) -> Identities:
+    """Who each file belongs to, by the rule `id_from` (reading the notebooks' metadata if it asks)."""
+    metadata = None
+    if ALIASES.get(id_from, id_from) == "metadata":
+        metadata = {path: metadata_student(read_notebook(path, limits)[0]) for path in paths}
+    return identify(paths, id_from, metadata)
+
+
 def grade(
     paths: Iterable[str | Path],
     *,
@@ -119,7 +137,8 @@ def grade(
     hidden: Mapping[str, Any] | None = None,
     chapters: Sequence[int] | None = None,
     limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
-    id_from: str = "stem",
+    id_from: str = "auto",
+    announce: Callable[[Identities], Any] | None = None,
     progress: Callable[[SubmissionGrade], Any] | None = None,
 ) -> list[SubmissionGrade]:
     """Grade every submission, write the CSV gradebook to `out` and one Markdown file per student.
@@ -127,20 +146,30 @@ def grade(
     feedback: the folder for the feedback files (default: next to `out`, named after it, e.g.
     grades_feedback/). chapters: the exercises to grade (default: each notebook is graded on the chapters
     its exercise cells belong to, or, if it shows none -- no markers, unreadable -- on the batch's).
-    progress(submission_grade) is called after each submission (the command line prints a line).
+    id_from: the rule for student ids, one of `identity.RULES` (see `attn_course.grading.identity`); files
+    that one student resubmitted are graded once, the latest; files the rule cannot tell apart raise
+    `IdentityError` before anything is graded. announce(identities) is called once, before grading, and
+    progress(submission_grade) after each submission (the command line prints them).
     """
-    if id_from not in ("stem", "metadata"):
-        raise ValueError(f"id_from must be 'stem' or 'metadata', got {id_from!r}")
     if hidden is not None:
         check_hidden(hidden)
-    paths = collect(paths)
+    identities = students(collect(paths), id_from, limits)
+    if announce is not None:
+        announce(identities)
+    paths = list(identities.students)
     keys, per_path = _exercises(paths, chapters, limits)
     results = []
     with Sandboxes() as sandboxes:
         for path in paths:
+            student = identities.students[path]
             result = grade_submission(
-                path, keys=per_path[path], hidden=hidden, limits=limits, id_from=id_from, sandboxes=sandboxes
+                path, keys=per_path[path], hidden=hidden, limits=limits, student=student, sandboxes=sandboxes
             )
+            result.notes += [
+                f"`{old}` was also received; this later submission was graded instead."
+                for old, new in identities.superseded.items()
+                if new == path
+            ]
             results.append(result)
             if progress is not None:
                 progress(result)

@@ -17,12 +17,12 @@ from typing import Any
 import torch
 
 from attn_course import checks
+from attn_course.grading.identity import identify
 from attn_course.grading.reading import (
     ExerciseCell,
     chapters_of,
     exercise_cells,
     read_notebook,
-    student_id,
 )
 from attn_course.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
 from attn_course.grading.sandbox import JobResult, Sandboxes, job_folder, output_path, run_job
@@ -61,26 +61,26 @@ def grade_submission(
     keys: Sequence[str] | None = None,
     hidden: Mapping[str, Any] | None = None,
     limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
-    id_from: str = "stem",
+    student: str | None = None,
     sandboxes: Sandboxes | None = None,
 ) -> SubmissionGrade:
     """Grade one notebook with the master checks; never raises for anything the submission does.
 
     keys: the exercises to grade (default: every exercise of the chapters the notebook answers).
-    hidden: extra cases per exercise (see `check_hidden`). id_from: "stem" (the file name) or "metadata"
-    (the notebook's ``metadata.attn_course.student``, falling back to the file name).
+    hidden: extra cases per exercise (see `check_hidden`). student: the student id (default: what
+    `identify` gives this file alone, e.g. its name without .ipynb; a batch is identified as a whole).
     sandboxes: a running `Sandboxes` to reuse across submissions (default: one just for this call).
     """
     if sandboxes is None:
         with Sandboxes() as own:
             return grade_submission(
-                path, keys=keys, hidden=hidden, limits=limits, id_from=id_from, sandboxes=own
+                path, keys=keys, hidden=hidden, limits=limits, student=student, sandboxes=own
             )
     started = time.monotonic()
     path = Path(path)
     notebook, problem, raw = read_notebook(path, limits)
     digest = hashlib.sha256(raw).hexdigest()
-    student = student_id(notebook, path, id_from)
+    student = student if student is not None else identify([path]).students[path]
     if keys is None:
         keys = [e.key for c in chapters_of(notebook, path) for e in checks.chapter(c)]
     keys = list(keys)

@@ -1,4 +1,4 @@
-"""Read a submission without running it: the notebook's JSON, its exercise cells, chapters and student id."""
+"""Read a submission without running it: the notebook's JSON, exercise cells, chapters, metadata's student."""
 
 from __future__ import annotations
 
@@ -129,16 +129,12 @@ def chapters_of(notebook: dict | None, path: Path) -> list[int]:
     return sorted(c for c in found if c in checks.chapters())
 
 
-def student_id(notebook: dict | None, path: Path, id_from: str) -> str:
-    """The student a submission belongs to: metadata.attn_course.student if asked for and present, else
-    the file name without its suffix."""
-    if id_from == "metadata" and notebook is not None:
-        meta = notebook.get("metadata", {})
-        value = (
-            meta.get("attn_course", {}).get("student")
-            if isinstance(meta, dict) and isinstance(meta.get("attn_course"), dict)
-            else None
-        )
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return path.stem
+def metadata_student(notebook: dict | None) -> str | None:
+    """The student the notebook's metadata names (metadata.attn_course.student), or None."""
+    meta = notebook.get("metadata", {}) if notebook is not None else None
+    value = (
+        meta.get("attn_course", {}).get("student")
+        if isinstance(meta, dict) and isinstance(meta.get("attn_course"), dict)
+        else None
+    )
+    return value.strip() if isinstance(value, str) and value.strip() else None
