@@ -16,14 +16,18 @@ import torch
 
 from attn_course import checks
 from attn_course.grading import (
+    FORMATS,
     Identities,
     IdentityError,
     Limits,
+    Roster,
     SubmissionGrade,
     check_hidden,
     collect,
     grade,
+    gradebook_rows,
 )
+from attn_course.grading.batch import default_jobs
 from attn_course.grading.identity import RULES
 
 
@@ -42,13 +46,29 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         "grade",
         help="grade exercise notebooks with the course's checks, safely",
         description="Grade exercise notebooks: each runs in a fresh, limited process; the course's own "
-        "checks judge the results. Writes a CSV gradebook (one row per student, one column per exercise, "
-        "total) and one Markdown feedback file per student. The submissions are only read.",
+        "checks judge the results. Writes a gradebook (one row per student, one column per exercise, "
+        "total; or Canvas's or Moodle's import format) and one Markdown feedback file per student. "
+        "Grades are remembered: running it again on the same folder grades only new or changed "
+        "submissions. The submissions are only read.",
     )
     g.add_argument(
         "submissions", nargs="+", metavar="SUBMISSION", help="notebook files, or folders of .ipynb files"
     )
     g.add_argument("--out", required=True, type=Path, help="the CSV gradebook to write")
+    g.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default="csv",
+        help="the gradebook's form: the course's CSV (default), Canvas's gradebook import (a column per "
+        "exercise) or Moodle's offline grading worksheet (one total grade and a feedback comment)",
+    )
+    g.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="CSV of the class, one student id a line, optionally a name: every student on it gets a "
+        "row (0, 'no submission' if nothing came); students not on it are listed",
+    )
     g.add_argument(
         "--feedback",
         type=Path,
@@ -77,6 +97,20 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         "Moodle's layout, or metadata.attn_course.student; auto (default) picks from the layout and "
         "says which",
     )
+    g.add_argument(
+        "--jobs",
+        type=int,
+        default=default_jobs(),
+        help="submissions graded at once, each in its own limited process (default: the cores, %(default)s)",
+    )
+    g.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="folder of remembered grades (default: OUT's name + _cache); a submission is graded again "
+        "only if it, the checks or the hidden inputs changed",
+    )
+    g.add_argument("--force", action="store_true", help="grade every submission again, ignoring the cache")
     defaults = Limits()
     g.add_argument(
         "--cell-timeout",
@@ -132,26 +166,47 @@ def hidden_template(chapters: Sequence[int] | None) -> dict:
     }
 
 
+def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Roster | None, Limits]:
+    """The --hidden inputs, the --roster and the limits; ValueError says which option is wrong."""
+    hidden = roster = None
+    if args.hidden is not None:
+        try:
+            hidden = check_hidden(json.loads(args.hidden.read_text()))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--hidden {args.hidden}: {exc}") from exc
+    if args.roster is not None:
+        roster = Roster.read(args.roster)  # RosterError names the file and line
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    limits = Limits(
+        cell_timeout=args.cell_timeout,
+        total_timeout=args.total_timeout,
+        memory_mb=args.memory_mb,
+        max_output_kb=args.max_output_kb,
+    )
+    return hidden, roster, limits
+
+
+def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str) -> list[str]:
+    """What the command prints after grading: the roster's students without a row, those not on it."""
+    lines = []
+    if roster is not None:
+        rows = gradebook_rows(results, roster, rule)
+        for note in ("no submission", "not on the roster"):
+            found = [row.student for row in rows if row.note == note]
+            if found:
+                lines.append(f"{note} ({len(found)}): {', '.join(found)}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 when the gradebook was written)."""
     args = _parser().parse_args(argv)
     if args.command == "hidden-template":
         print(json.dumps(hidden_template(args.chapter), indent=2))
         return 0
-    hidden = None
-    if args.hidden is not None:
-        try:
-            hidden = check_hidden(json.loads(args.hidden.read_text()))
-        except (OSError, ValueError) as exc:
-            print(f"attn-course grade: --hidden {args.hidden}: {exc}", file=sys.stderr)
-            return 2
     try:
-        limits = Limits(
-            cell_timeout=args.cell_timeout,
-            total_timeout=args.total_timeout,
-            memory_mb=args.memory_mb,
-            max_output_kb=args.max_output_kb,
-        )
+        hidden, roster, limits = _read_inputs(args)
     except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
         print(f"attn-course grade: {exc}", file=sys.stderr)
         return 2
@@ -159,18 +214,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not paths:
         print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
         return 2
+    rule = "auto"
 
     def announce(identities: Identities) -> None:
+        nonlocal rule
+        rule = identities.rule
         print("\n".join(identities.summary()), flush=True)
 
     def report(result: SubmissionGrade) -> None:
         if not args.quiet:
             points = f"{result.total}/{len(result.exercises)}"
-            print(f"{result.student:<24} {points:>6}  {result.seconds:5.1f} s  {result.path}", flush=True)
+            took = "cached" if result.cached else f"{result.seconds:.1f} s"
+            print(f"{result.student:<24} {points:>6}  {took:>8}  {result.path}", flush=True)
 
     # The checks' tensors are tiny: extra threads only add overhead (and the sandboxes use one thread too).
     torch.set_num_threads(1)
     started = time.monotonic()
+    cache = args.cache or args.out.with_name(f"{args.out.stem}_cache")
     try:
         results = grade(
             paths,
@@ -180,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             chapters=args.chapter,
             limits=limits,
             id_from=args.id_from,
+            roster=roster,
+            format=args.format,
+            jobs=args.jobs,
+            cache=cache,
+            force=args.force,
             announce=announce,
             progress=report,
         )
@@ -188,9 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     elapsed = time.monotonic() - started
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
+    cached = sum(r.cached for r in results)
+    print("\n".join(_summary(results, roster, rule)))
     print(
-        f"graded {len(results)} submissions in {elapsed:.1f} s ({elapsed / len(results):.1f} s each); "
-        f"gradebook {args.out}, feedback in {feedback}/"
+        f"graded {len(results) - cached} submissions and reused {cached} remembered grades in "
+        f"{elapsed:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
+        f"gradebook {args.out} ({args.format}), feedback in {feedback}/, cache in {cache}/"
     )
     return 0
 

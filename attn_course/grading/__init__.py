@@ -21,27 +21,48 @@ Who a submission belongs to comes from the batch's layout (a folder per student,
 downloads, file names) or the notebooks' metadata; two students are never merged into one row (`identity`).
 
 The modules, in the order a submission meets them: `records` (limits, steps, grades), `identity` (whose
-it is), `reading` (1), `judging` (2 and 4), `sandbox` (3, the grader's side), `sandbox_child` (3, inside
-the sandbox) and `gradebook` (a batch, the CSV and the feedback files).
+it is), `roster` (who should have sent something), `cache` (grades remembered from earlier runs), `batch`
+(several submissions at once), `reading` (1), `judging` (2 and 4), `sandbox` (3, the grader's side),
+`sandbox_child` (3, inside the sandbox), `gradebook` (a class: the gradebook and the feedback files) and
+`lms` (Canvas's and Moodle's import formats).
 """
 
-from attn_course.grading.gradebook import collect, grade, write_feedback, write_gradebook
+from attn_course.grading.batch import Task, grade_many
+from attn_course.grading.cache import GradeCache
+from attn_course.grading.gradebook import (
+    FORMATS,
+    Row,
+    collect,
+    grade,
+    gradebook_rows,
+    write_feedback,
+    write_gradebook,
+)
 from attn_course.grading.identity import Identities, IdentityError, identify
 from attn_course.grading.judging import check_hidden, grade_submission
 from attn_course.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
+from attn_course.grading.roster import Roster, RosterError
 from attn_course.grading.sandbox import Sandboxes
 
 __all__ = [
+    "FORMATS",
     "ExerciseGrade",
+    "GradeCache",
     "Identities",
     "IdentityError",
     "Limits",
+    "Roster",
+    "RosterError",
+    "Row",
     "Sandboxes",
     "Step",
     "SubmissionGrade",
+    "Task",
     "check_hidden",
     "collect",
     "grade",
+    "grade_many",
+    "gradebook_rows",
     "grade_submission",
     "identify",
     "write_feedback",

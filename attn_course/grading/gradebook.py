@@ -1,19 +1,24 @@
-"""Grade a batch of submissions and write the results: a CSV gradebook and one feedback file per student."""
+"""Grade a class's submissions and write the results: a gradebook (the course's CSV, or Canvas's or Moodle's
+import format) and one feedback file per student."""
 
 from __future__ import annotations
 
 import csv
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attn_course import checks
+from attn_course.grading.batch import Task, grade_many
+from attn_course.grading.cache import GradeCache
 from attn_course.grading.identity import ALIASES, Identities, identify
-from attn_course.grading.judging import check_hidden, grade_submission
+from attn_course.grading.judging import check_hidden
+from attn_course.grading.lms import canvas_table, moodle_table
 from attn_course.grading.reading import chapters_of, metadata_student, read_notebook
 from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
-from attn_course.grading.sandbox import Sandboxes
+from attn_course.grading.roster import Roster
 
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
@@ -33,33 +38,123 @@ def _notebooks_under(folder: Path) -> list[Path]:
     ]
 
 
-def _merge(grades: list[SubmissionGrade]) -> dict[str, list[SubmissionGrade]]:
-    by_student: dict[str, list[SubmissionGrade]] = {}
+def _merge(grades: Sequence[SubmissionGrade], rows: Mapping[str, str]) -> dict[str, list[SubmissionGrade]]:
+    by_row: dict[str, list[SubmissionGrade]] = {}
     for g in grades:
-        by_student.setdefault(g.student, []).append(g)
-    return by_student
+        by_row.setdefault(rows.get(g.student, g.student), []).append(g)
+    return by_row
 
 
-def _best(submissions: list[SubmissionGrade], key: str) -> ExerciseGrade | None:
+def best(submissions: Sequence[SubmissionGrade], key: str) -> ExerciseGrade | None:
+    """The best grade of exercise `key` among one student's submissions, or None if none answers it."""
     candidates = [s.exercises[key] for s in submissions if key in s.exercises]
     return max(candidates, key=lambda g: g.points) if candidates else None
 
 
-def write_gradebook(grades: Sequence[SubmissionGrade], columns: Sequence[str], path: str | Path) -> Path:
-    """CSV: one row per student, one column per exercise (points; empty if not submitted), and total."""
+@dataclass
+class Row:
+    """One student's line of the gradebook.
+
+    student: the roster's id where the student is on it, else the id the layout gave; name: the roster's
+    name ('' if none); submissions: the grades of the student's files; note: "no submission" for a roster
+    student who sent nothing, "not on the roster" for a student the roster does not list, else '';
+    number: the LMS's own number for the student (Canvas's user id, Moodle's participant id), where the
+    roster's id or the Canvas or Moodle layout gives it, else None.
+    """
+
+    student: str
+    name: str
+    submissions: list[SubmissionGrade]
+    note: str
+    number: str | None = None
+
+    def points(self, key: str) -> int | None:
+        """Points of exercise `key`: None if no submission answers it, 0 if the student sent nothing."""
+        found = best(self.submissions, key)
+        if found is None:
+            return 0 if self.note == "no submission" else None
+        return found.points
+
+
+def gradebook_rows(
+    grades: Sequence[SubmissionGrade], roster: Roster | None = None, rule: str | None = None
+) -> list[Row]:
+    """The gradebook's rows: every roster student in the roster's order (those who sent nothing too),
+    then the other students in alphabetical order; without a roster, every student in alphabetical order.
+    rule: the student-id rule of the batch (`Identities.rule`); "canvas" and "moodle" ids carry the LMS's
+    number, `<name>_<number>`."""
+    if roster is None:
+        merged = _merge(grades, {})
+        rows = [Row(student, "", merged[student], "") for student in sorted(merged)]
+    else:
+        merged = _merge(grades, roster.assign(g.student for g in grades))
+        rows = [
+            Row(s, roster.names.get(s, ""), merged.get(s, []), "" if s in merged else "no submission")
+            for s in roster.ids
+        ]
+        rows += [Row(s, "", merged[s], "not on the roster") for s in sorted(set(merged) - set(roster.ids))]
+    for row in rows:
+        lms = _LMS_ID.match(row.student) if rule in ("canvas", "moodle") else None
+        if roster is not None and row.student in roster.ids and row.student.isdigit():
+            row.number = row.student
+        elif lms is not None:
+            row.number, row.name = lms["number"], row.name or lms["name"]
+    return rows
+
+
+_LMS_ID = re.compile(r"^(?P<name>.+)_(?P<number>\d+)$")
+
+
+def write_gradebook(
+    grades: Sequence[SubmissionGrade],
+    columns: Sequence[str],
+    path: str | Path,
+    *,
+    roster: Roster | None = None,
+    rule: str | None = None,
+    format: str = "csv",
+) -> Path:
+    """Write the gradebook of `grades` on the exercises `columns` to `path`, in the format `format`
+    (one of FORMATS; see `attn_course.grading.lms` for Canvas's and Moodle's). roster, rule: see
+    `gradebook_rows`."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", *columns, "total"])
-        for student, submissions in sorted(_merge(list(grades)).items()):
-            row, total = [student], 0
-            for key in columns:
-                best = _best(submissions, key)
-                row.append("" if best is None else best.points)
-                total += 0 if best is None else best.points
-            writer.writerow([*row, total])
+    table = FORMATS[format](gradebook_rows(grades, roster, rule), columns, roster is not None)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(table)
     return path
+
+
+def course_table(rows: Sequence[Row], columns: Sequence[str], with_roster: bool) -> list[list[Any]]:
+    """The course's own CSV: student, one column per exercise (points; empty if not submitted) and total;
+    with a roster also the name and a note ("no submission", "not on the roster")."""
+    if with_roster:
+        table: list[list[Any]] = [["student", "name", *columns, "total", "note"]]
+    else:
+        table = [["student", *columns, "total"]]
+    for row in rows:
+        points = [row.points(key) for key in columns]
+        total = sum(p for p in points if p is not None)
+        cells = ["" if p is None else p for p in points]
+        if with_roster:
+            table.append([row.student, row.name, *cells, total, row.note])
+        else:
+            table.append([row.student, *cells, total])
+    return table
+
+
+def feedback_text(grade: ExerciseGrade) -> str:
+    """What a student reads about one exercise: the verdict, the checks' message, the notes (Markdown)."""
+    verdict = _VERDICTS.get(grade.status, "incorrect").capitalize()
+    lines = [f"**{verdict}.** " + grade.message.replace("\n", "  \n")]
+    if grade.notes:
+        lines += ["", *(f"- Note: {note}" for note in grade.notes)]
+    return "\n".join(lines)
+
+
+_VERDICTS = {checks.PASSED: "correct", checks.NOT_ATTEMPTED: "not attempted"}
 
 
 def _safe_name(student: str) -> str:
@@ -75,30 +170,19 @@ def write_feedback(
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    graded = [key for key in columns if _best(list(submissions), key) is not None]
+    graded = {key: best(submissions, key) for key in columns if best(submissions, key) is not None}
     lines = [f"# Feedback for {student}", ""]
     for s in submissions:
-        lines.append(f"Submission `{s.path.name}` (sha256 {s.sha256[:12]}), graded in {s.seconds:.1f} s.")
+        lines.append(f"Submission `{s.path.name}` (sha256 {s.sha256[:12]}).")
         lines += [f"- {note}" for note in s.notes]
     lines += ["", "| Exercise | Points | Verdict |", "| --- | --- | --- |"]
-    verdicts = {checks.PASSED: "correct", checks.NOT_ATTEMPTED: "not attempted"}
-    for key in graded:
-        best = _best(list(submissions), key)
-        lines.append(f"| {key} `{best.name}` | {best.points}/1 | {verdicts.get(best.status, 'incorrect')} |")
-    total = sum(_best(list(submissions), key).points for key in graded)
+    for key, grade_ in graded.items():
+        verdict = _VERDICTS.get(grade_.status, "incorrect")
+        lines.append(f"| {key} `{grade_.name}` | {grade_.points}/1 | {verdict} |")
+    total = sum(g.points for g in graded.values())
     lines += ["", f"**Total: {total} of {len(graded)}**", ""]
-    for key in graded:
-        best = _best(list(submissions), key)
-        verdict = verdicts.get(best.status, "incorrect").capitalize()
-        lines += [
-            f"## {key}: {checks.EXERCISES[key].title}",
-            "",
-            f"**{verdict}.** " + best.message.replace("\n", "  \n"),
-            "",
-        ]
-        lines += [f"- Note: {note}" for note in best.notes]
-        if best.notes:
-            lines.append("")
+    for key, grade_ in graded.items():
+        lines += [f"## {key}: {checks.EXERCISES[key].title}", "", feedback_text(grade_), ""]
     path = folder / f"{_safe_name(student)}.md"
     path.write_text("\n".join(lines))
     return path
@@ -138,44 +222,65 @@ def grade(
     chapters: Sequence[int] | None = None,
     limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
     id_from: str = "auto",
+    roster: Roster | None = None,
+    format: str = "csv",
+    jobs: int = 1,
+    cache: str | Path | None = None,
+    force: bool = False,
     announce: Callable[[Identities], Any] | None = None,
     progress: Callable[[SubmissionGrade], Any] | None = None,
 ) -> list[SubmissionGrade]:
-    """Grade every submission, write the CSV gradebook to `out` and one Markdown file per student.
+    """Grade every submission, write the gradebook to `out` and one Markdown file per student.
 
     feedback: the folder for the feedback files (default: next to `out`, named after it, e.g.
     grades_feedback/). chapters: the exercises to grade (default: each notebook is graded on the chapters
     its exercise cells belong to, or, if it shows none -- no markers, unreadable -- on the batch's).
     id_from: the rule for student ids, one of `identity.RULES` (see `attn_course.grading.identity`); files
     that one student resubmitted are graded once, the latest; files the rule cannot tell apart raise
-    `IdentityError` before anything is graded. announce(identities) is called once, before grading, and
-    progress(submission_grade) after each submission (the command line prints them).
+    `IdentityError` before anything is graded. roster: the class (`Roster`): each student on it gets a row,
+    and two students matching one roster id raise `IdentityError` before grading. format: a key of FORMATS.
+    jobs: submissions graded at once (`batch.grade_many`). cache: a folder of remembered grades
+    (`attn_course.grading.cache`), None for none; force: regrade even what the cache remembers.
+    announce(identities) is called once, before grading, and progress(submission_grade) after each
+    submission (the command line prints them).
     """
     if hidden is not None:
         check_hidden(hidden)
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     identities = students(collect(paths), id_from, limits)
+    if roster is not None:
+        roster.assign(identities.students.values())  # IdentityError now, before any grading
     if announce is not None:
         announce(identities)
     paths = list(identities.students)
     keys, per_path = _exercises(paths, chapters, limits)
-    results = []
-    with Sandboxes() as sandboxes:
-        for path in paths:
-            student = identities.students[path]
-            result = grade_submission(
-                path, keys=per_path[path], hidden=hidden, limits=limits, student=student, sandboxes=sandboxes
-            )
-            result.notes += [
-                f"`{old}` was also received; this later submission was graded instead."
-                for old, new in identities.superseded.items()
-                if new == path
-            ]
-            results.append(result)
-            if progress is not None:
-                progress(result)
+    tasks = [Task(p, identities.students[p], tuple(per_path[p]), hidden, limits) for p in paths]
+    results = grade_many(
+        tasks,
+        jobs=jobs,
+        cache=None if cache is None else GradeCache(cache),
+        force=force,
+        progress=progress,
+    )
+    for result in results:
+        result.notes += [
+            f"`{old}` was also received; this later submission was graded instead."
+            for old, new in identities.superseded.items()
+            if new == result.path
+        ]
     out = Path(out)
-    write_gradebook(results, keys, out)
+    write_gradebook(results, keys, out, roster=roster, rule=identities.rule, format=format)
     folder = Path(feedback) if feedback is not None else out.with_name(f"{out.stem}_feedback")
-    for student, submissions in _merge(results).items():
-        write_feedback(student, submissions, keys, folder)
+    for row in gradebook_rows(results, roster, identities.rule):
+        if row.submissions:
+            write_feedback(row.student, row.submissions, keys, folder)
     return results
+
+
+#: The gradebook formats: the course's CSV, Canvas's gradebook import and Moodle's grading worksheet.
+FORMATS: dict[str, Callable[[Sequence[Row], Sequence[str], bool], list[list[Any]]]] = {
+    "csv": course_table,
+    "canvas": canvas_table,
+    "moodle": moodle_table,
+}

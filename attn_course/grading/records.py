@@ -1,12 +1,13 @@
 """The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades.
 
-`Step` is the one thing that crosses the process boundary both ways (in the job the grader writes, in the
+`Step` is the one thing that crosses the sandbox's boundary both ways (in the job the grader writes, in the
 journal the sandbox writes back): `Step.to_json` and `Step.from_json` are its only serialisation.
+`SubmissionGrade.to_json` and `from_json` are how the grade cache (`attn_course.grading.cache`) stores one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -107,7 +108,10 @@ class ExerciseGrade:
 
 @dataclass
 class SubmissionGrade:
-    """One notebook: who, what each exercise got, and anything that went wrong while grading it."""
+    """One notebook: who, what each exercise got, and anything that went wrong while grading it.
+
+    cached: whether this grade was read from the grade cache instead of graded in this run.
+    """
 
     path: Path
     student: str
@@ -115,7 +119,25 @@ class SubmissionGrade:
     exercises: dict[str, ExerciseGrade]
     notes: list[str]
     seconds: float
+    cached: bool = False
 
     @property
     def total(self) -> int:
         return sum(g.points for g in self.exercises.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """What the grade says about the notebook's content: everything but its path, student and `cached`,
+        which belong to the run that reads it back."""
+        return {
+            "sha256": self.sha256,
+            "exercises": [asdict(g) for g in self.exercises.values()],
+            "notes": list(self.notes),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path, student: str) -> SubmissionGrade:
+        """The grade `to_json` wrote, for the file `path` of `student`; marked `cached`."""
+        exercises = {g["key"]: ExerciseGrade(**g) for g in data["exercises"]}
+        notes, seconds = list(data["notes"]), data["seconds"]
+        return cls(path, student, data["sha256"], exercises, notes, seconds, cached=True)
