@@ -94,11 +94,15 @@ def gradebook_rows(
         ]
         rows += [Row(s, "", merged[s], "not on the roster") for s in sorted(set(merged) - set(roster.ids))]
     for row in rows:
-        lms = _LMS_ID.match(row.student) if rule in ("canvas", "moodle") else None
+        # an LMS id, <name>_<number>: the row's own, else that of its submissions (a roster of numbers)
+        ids = [row.student, *(s.student for s in row.submissions)] if rule in ("canvas", "moodle") else []
+        lms = next((m for m in map(_LMS_ID.match, ids) if m is not None), None)
         if roster is not None and row.student in roster.ids and row.student.isdigit():
             row.number = row.student
         elif lms is not None:
-            row.number, row.name = lms["number"], row.name or lms["name"]
+            row.number = lms["number"]
+        if lms is not None and not row.name:
+            row.name = lms["name"]
     return rows
 
 
