@@ -344,3 +344,8 @@ def test_gradebook_rows_follow_the_roster_then_the_alphabet() -> None:
     rows = gradebook_rows([made_up("b", (1, 1)), made_up("a", (1, 1))], Roster(("c", "b"), {}))
     notes = [(r.student, r.note) for r in rows]
     assert notes == [("c", "no submission"), ("b", ""), ("a", "not on the roster")]
+
+
+def test_jobs_below_one_are_refused_by_the_library_too() -> None:
+    with pytest.raises(ValueError, match="jobs must be an int >= 1, got 0"):
+        grade_many([], jobs=0)

@@ -27,6 +27,7 @@ from attn_course.grading.cache import GradeCache, file_digest
 from attn_course.grading.judging import grade_submission
 from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
 from attn_course.grading.sandbox import Sandboxes
+from attn_course.validation import check_positive_int
 
 
 def default_jobs() -> int:
@@ -130,6 +131,7 @@ def grade_many(
     cache: remembered grades; a task whose entry exists is not graded again (unless `force`), and every
     new grade is stored. progress(grade) is called in this process as each one is known (cached first).
     """
+    check_positive_int("jobs", jobs)
     results: dict[int, SubmissionGrade] = {}
     todo: dict[int, Task] = {}
     entries: dict[int, tuple[str, str]] = {}
