@@ -349,3 +349,12 @@ def test_gradebook_rows_follow_the_roster_then_the_alphabet() -> None:
 def test_jobs_below_one_are_refused_by_the_library_too() -> None:
     with pytest.raises(ValueError, match="jobs must be an int >= 1, got 0"):
         grade_many([], jobs=0)
+
+
+def test_students_whose_ids_give_one_file_name_get_a_feedback_file_each() -> None:
+    from attn_course.grading.gradebook import feedback_names
+
+    names = feedback_names(["a b", "a_b", "A_B", "carol"])
+    assert names["carol"] == "carol"
+    clashing = [names[s] for s in ("a b", "a_b", "A_B")]
+    assert len(set(clashing)) == 3 and all(n.lower().startswith("a_b-") for n in clashing)

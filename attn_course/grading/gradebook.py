@@ -4,6 +4,7 @@ import format) and one feedback file per student."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,12 +166,31 @@ def _safe_name(student: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", student).strip("._") or "student"
 
 
+def feedback_names(students: Iterable[str]) -> dict[str, str]:
+    """Each student's feedback file name: the id with only safe characters; where two ids would give one
+    name (``a b`` and ``a_b``), each is followed by a digest of its id, so that none overwrites another."""
+    students = sorted(set(students))
+    safe = {s: _safe_name(s) for s in students}
+    taken: dict[str, int] = {}
+    for name in safe.values():
+        taken[name.lower()] = taken.get(name.lower(), 0) + 1  # one file on a case-insensitive disk too
+    return {
+        s: name if taken[name.lower()] == 1 else f"{name}-{hashlib.sha256(s.encode()).hexdigest()[:8]}"
+        for s, name in safe.items()
+    }
+
+
 def write_feedback(
-    student: str, submissions: Sequence[SubmissionGrade], columns: Sequence[str], folder: str | Path
+    student: str,
+    submissions: Sequence[SubmissionGrade],
+    columns: Sequence[str],
+    folder: str | Path,
+    name: str | None = None,
 ) -> Path:
     """A Markdown file for one student: a table of points, then each exercise's verdict and notes.
 
-    Lists the exercises of `columns` that the student's submissions were graded on.
+    Lists the exercises of `columns` that the student's submissions were graded on. name: the file's name
+    without .md (default: the student id with only safe characters; see `feedback_names`).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -187,7 +207,7 @@ def write_feedback(
     lines += ["", f"**Total: {total} of {len(graded)}**", ""]
     for key, grade_ in graded.items():
         lines += [f"## {key}: {checks.EXERCISES[key].title}", "", feedback_text(grade_), ""]
-    path = folder / f"{_safe_name(student)}.md"
+    path = folder / f"{name or _safe_name(student)}.md"
     path.write_text("\n".join(lines))
     return path
 
@@ -276,9 +296,10 @@ def grade(
     out = Path(out)
     write_gradebook(results, keys, out, roster=roster, rule=identities.rule, format=format)
     folder = Path(feedback) if feedback is not None else out.with_name(f"{out.stem}_feedback")
-    for row in gradebook_rows(results, roster, identities.rule):
-        if row.submissions:
-            write_feedback(row.student, row.submissions, keys, folder)
+    rows = [row for row in gradebook_rows(results, roster, identities.rule) if row.submissions]
+    names = feedback_names(row.student for row in rows)
+    for row in rows:
+        write_feedback(row.student, row.submissions, keys, folder, names[row.student])
     return results
 
 
