@@ -154,11 +154,14 @@ def test_the_progress_bar_redraws_at_most_twice_a_second(monkeypatch):
             return super().refresh(*args, **kwargs)
 
     monkeypatch.setattr(tqdm.std, "time", clock)  # what every tqdm bar reads the time from
-    # An earlier bar in this process may have started tqdm's monitor thread, which reads that clock too
-    # (every 10 s of real time): stop it, or a slow machine sees extra ticks and extra redraws.
-    if tqdm.std.tqdm.monitor is not None:
-        tqdm.std.tqdm.monitor.exit()
-        tqdm.std.tqdm.monitor = None
+    # An earlier bar in this process may have started tqdm's monitor thread, which refreshes every bar
+    # (all classes share one list of bars) after 10 s of real time: stop it, or a slow machine sees extra
+    # redraws. The monitor is kept on the class of the bar that started it, e.g. tqdm.auto's, so look at
+    # every class from the course's bar up to tqdm's own.
+    for cls in {*training.tqdm.__mro__, tqdm.std.tqdm}:
+        if cls.__dict__.get("monitor") is not None:
+            cls.__dict__["monitor"].exit()
+            monkeypatch.setattr(cls, "monitor", None)
     monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)
     monkeypatch.setattr(training, "tqdm", Spy)
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=64, batch_size=2)  # 32 batches per epoch
