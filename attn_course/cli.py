@@ -1,4 +1,5 @@
-"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``.
+"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``, and
+``attn-course gradescope --out autograder.zip`` for a Gradescope autograder that grades the same way.
 
 Until the console script is installed, run it as ``python -m attn_course.cli grade ...``.
 """
@@ -9,6 +10,7 @@ import argparse
 import json
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from attn_course.grading import (
     gradebook_rows,
 )
 from attn_course.grading.batch import default_jobs
+from attn_course.grading.gradescope import VISIBILITIES, build_bundle, torch_version
 from attn_course.grading.identity import RULES
 
 
@@ -36,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_grade(commands)
     _add_hidden_template(commands)
+    _add_gradescope(commands)
     return parser
 
 
@@ -157,6 +161,40 @@ def _add_hidden_template(commands: argparse._SubParsersAction) -> None:
     )
 
 
+def _add_gradescope(commands: argparse._SubParsersAction) -> None:
+    """The `gradescope` command: an autograder zip that grades each Gradescope submission like `grade`."""
+    s = commands.add_parser(
+        "gradescope",
+        help="build a Gradescope autograder zip that grades each submission like `grade`",
+        description="Build an autograder zip for a Gradescope programming assignment: setup.sh installs "
+        "Python and torch's CPU build (on Gradescope, which has internet), run_autograder grades every "
+        "notebook a student uploads with the course's checks, in the same sandboxes, and reports one test "
+        "per exercise with the message `grade` writes in its feedback files.",
+    )
+    s.add_argument("--out", required=True, type=Path, help="the zip to write, e.g. autograder.zip")
+    s.add_argument(
+        "--hidden",
+        type=Path,
+        default=None,
+        help="JSON with extra test inputs, as for `grade --hidden`; shipped in the zip as hidden.json",
+    )
+    s.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="grade every submission on these chapters' exercises (repeatable; default: those each "
+        "notebook answers)",
+    )
+    s.add_argument(
+        "--visibility",
+        choices=VISIBILITIES,
+        default="visible",
+        help="when students see their results and each exercise's test (Gradescope's settings; default "
+        "%(default)s)",
+    )
+
+
 def hidden_template(chapters: Sequence[int] | None) -> dict:
     """What `attn-course hidden-template` prints: two extra seeds and one extra case per exercise."""
     return {
@@ -168,12 +206,7 @@ def hidden_template(chapters: Sequence[int] | None) -> dict:
 
 def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Roster | None, Limits]:
     """The --hidden inputs, the --roster and the limits; ValueError says which option is wrong."""
-    hidden = roster = None
-    if args.hidden is not None:
-        try:
-            hidden = check_hidden(json.loads(args.hidden.read_text()))
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--hidden {args.hidden}: {exc}") from exc
+    hidden, roster = _read_hidden(args.hidden), None
     if args.roster is not None:
         roster = Roster.read(args.roster)  # RosterError names the file and line
     if args.jobs < 1:
@@ -185,6 +218,38 @@ def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Roster | None, 
         max_output_kb=args.max_output_kb,
     )
     return hidden, roster, limits
+
+
+def _read_hidden(path: Path | None) -> dict | None:
+    """The --hidden inputs, checked; ValueError names the file and what is wrong."""
+    if path is None:
+        return None
+    try:
+        return check_hidden(json.loads(path.read_text()))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--hidden {path}: {exc}") from exc
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    """Build the autograder zip; print where it is and what it holds."""
+    try:
+        hidden = _read_hidden(args.hidden)
+    except ValueError as exc:
+        print(f"attn-course gradescope: {exc}", file=sys.stderr)
+        return 2
+    path = build_bundle(args.out, hidden=hidden, chapters=args.chapter, visibility=args.visibility)
+    with zipfile.ZipFile(path) as bundle:
+        names = bundle.namelist()
+    package = [n for n in names if n.startswith("attn_course/")]
+    print(f"wrote {path} ({path.stat().st_size // 1024} KB), to upload to Gradescope as it is:")
+    print("\n".join(f"  {n}" for n in names if n not in package))
+    print(f"  attn_course/ ({len(package)} .py files)")
+    chapters = ", ".join(map(str, args.chapter)) if args.chapter else "those each notebook answers"
+    print(
+        f"grades chapters: {chapters}; hidden inputs: {'yes' if hidden is not None else 'no'}; visibility: "
+        f"{args.visibility}; setup.sh installs torch {torch_version()} (CPU) on Gradescope"
+    )
+    return 0
 
 
 def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str) -> list[str]:
@@ -205,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "hidden-template":
         print(json.dumps(hidden_template(args.chapter), indent=2))
         return 0
+    if args.command == "gradescope":
+        return _gradescope(args)
     try:
         hidden, roster, limits = _read_inputs(args)
     except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
