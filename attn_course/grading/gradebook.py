@@ -212,7 +212,7 @@ def write_feedback(
     return path
 
 
-def _exercises(
+def exercise_columns(
     paths: list[Path], chapters: Sequence[int] | None, limits: Limits
 ) -> tuple[list[str], dict[Path, list[str]]]:
     """The gradebook's columns and the exercises each submission is graded on."""
@@ -278,7 +278,7 @@ def grade(
     if announce is not None:
         announce(identities)
     paths = list(identities.students)
-    keys, per_path = _exercises(paths, chapters, limits)
+    keys, per_path = exercise_columns(paths, chapters, limits)
     tasks = [Task(p, identities.students[p], tuple(per_path[p]), hidden, limits) for p in paths]
     results = grade_many(
         tasks,

@@ -34,7 +34,7 @@ import torch
 import attn_course
 from attn_course import checks
 from attn_course.grading.batch import Task, grade_many
-from attn_course.grading.gradebook import _exercises, best, collect, feedback_text
+from attn_course.grading.gradebook import best, collect, exercise_columns, feedback_text
 from attn_course.grading.judging import check_hidden
 from attn_course.grading.reading import chapters_of
 from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
@@ -252,7 +252,7 @@ def grade_upload(
     paths = collect([submission])
     if not paths:
         return [e.key for c in chapters or () for e in checks.chapter(c)], []
-    keys, per_path = _exercises(paths, chapters, limits)
+    keys, per_path = exercise_columns(paths, chapters, limits)
     return keys, grade_many([Task(p, p.stem, tuple(per_path[p]), hidden, limits) for p in paths])
 
 
