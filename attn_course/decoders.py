@@ -234,7 +234,7 @@ class LuongDecoder(Decoder):
 
     Per step:
         h_t = RNN(x_t, h_{t-1}),  x_t = [e(y_{t-1}); h̃_{t-1}] with input feeding (sec. 3.3), else e(y_{t-1})
-        a_t = align(h_t, h̄_s) with score in {dot, general, concat, location}      (eqs. 7-9)
+        a_t = align(h_t, h̄_s) with score in {dot, general, concat, location}      (eqs. 7-8)
         c_t = sum_s a_t(s) h̄_s
         h̃_t = tanh(W_c [c_t; h_t])                                                  (eq. 5)
         logits_t = W_s h̃_t                                                           (eq. 6)
