@@ -158,7 +158,8 @@ class DotProductAttention(_Attention):
     """Dot-product attention, scaled by 1/sqrt(d) by default (d2l's DotProductAttention).
 
     Queries and keys must share their feature size d; there are no parameters.
-    Luong et al. 2015, eq. (8) "dot" (scaled=False); Vaswani et al. 2017, eq. (1) (scaled=True).
+    Luong et al. 2015, sec. 3.1, the "dot" score of eq. (7) (scaled=False); Vaswani et al. 2017, eq. (1)
+    (scaled=True).
     """
 
     def __init__(self, dropout: float = 0.0, scaled: bool = True) -> None:
@@ -218,7 +219,9 @@ class LuongAttention(_Attention):
     num_hiddens is required by "concat" and refused by the others; max_len is required by "location"
     and refused by the others (a silently ignored argument hides a mistake). `fast_scores` as in
     AdditiveAttention, for "concat".
-    Luong et al. 2015, eq. (8) (dot, general, concat) and eq. (9) (location).
+    Luong et al. 2015, sec. 3.1: the content-based scores (dot, general, concat) that eq. (7) turns into
+    weights (the paper lists them under eq. (7) without a number of their own), and the location-based
+    a_t = softmax(W_a h_t) of eq. (8).
     """
 
     fast_scores = False

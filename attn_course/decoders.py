@@ -174,12 +174,13 @@ class PlainDecoder(Decoder):
 class BahdanauDecoder(Decoder):
     """Bahdanau et al. 2014's decoder: attend with the previous state s_{t-1}, then update the state.
 
-    Per step (appendix A.2.2, with the encoder's bridge giving s_0):
-        c_t = sum_j alpha_tj h_j,  alpha_t = softmax_j(v_aᵀ tanh(W_a s_{t-1} + U_a h_j))   (eqs. 5-6)
-        s_t = GRU([e(y_{t-1}); c_t], s_{t-1})                                               (eq. 4)
-        logits_t = W_o [s_t; c_t; e(y_{t-1})]                                                (deep output)
-    The output layer is a single Linear over [s_t; c_t; e(y_{t-1})], not the paper's maxout layer: one
-    fewer hidden layer, same inputs. U_a h_j is computed once per batch (attention.prepare in init_state).
+    Per step (sec. 3.1 and appendix A.2.2, with the encoder's bridge giving s_0):
+        c_t = sum_j alpha_tj h_j, alpha_t = softmax_j(v_aᵀ tanh(W_a s_{t-1} + U_a h_j))  (eqs. 5-6, A.1.2)
+        s_t = GRU([e(y_{t-1}); c_t], s_{t-1})                       (s_i = f(s_{i-1}, y_{i-1}, c_i), sec. 3.1)
+        logits_t = W_o [s_t; c_t; e(y_{t-1})]                                   (g(y_{i-1}, s_i, c_i), eq. 4)
+    The output layer is a single Linear over the inputs eq. 4 gives g, not the paper's maxout deep output
+    (appendix A.2.2, whose formula reads s_{i-1} where eq. 4 has s_i): one fewer hidden layer.
+    U_a h_j is computed once per batch (attention.prepare in init_state).
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
@@ -234,7 +235,7 @@ class LuongDecoder(Decoder):
 
     Per step:
         h_t = RNN(x_t, h_{t-1}),  x_t = [e(y_{t-1}); h̃_{t-1}] with input feeding (sec. 3.3), else e(y_{t-1})
-        a_t = align(h_t, h̄_s) with score in {dot, general, concat, location}      (eqs. 7-9)
+        a_t = align(h_t, h̄_s) with score in {dot, general, concat, location}      (eqs. 7-8)
         c_t = sum_s a_t(s) h̄_s
         h̃_t = tanh(W_c [c_t; h_t])                                                  (eq. 5)
         logits_t = W_s h̃_t                                                           (eq. 6)

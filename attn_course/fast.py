@@ -38,8 +38,9 @@ def additive_scores(projected_queries: Tensor, projected_keys: Tensor, w_v: Tens
     The sum W_q q + W_k k is one (batch_size, num_queries, num_keys, num_hiddens) temporary. In float32 on
     the CPU without autograd (decoding, evaluation) and above SIGMOID_FORM_MIN_SIZE elements, the affine
     part is taken off that large tensor: w_vᵀ tanh(x) = (2 w_v)ᵀ sigmoid(2x) - sum(w_v). That is three
-    passes over it (add, double, sigmoid) where 2 sigmoid(2x) - 1 would take five, and torch's CPU sigmoid
-    kernel is faster than its tanh kernel; the scores stay within about 1e-6 of the tanh form.
+    passes over it (add, double, sigmoid) where 2 sigmoid(2x) - 1 would take five, on the premise that
+    torch's CPU sigmoid kernel is faster than its tanh kernel (true on some CPUs, not on all: chapter 8
+    times the three forms on the reader's machine); the scores stay within about 1e-6 of the tanh form.
     Everywhere else it is the tanh form, bit for bit: with autograd that is one graph node instead of
     several, on a GPU tanh is fast, in half precision sigmoid(2x) would lose small values to rounding,
     and on a small tensor (one sentence at a time) three calls cost less than five.

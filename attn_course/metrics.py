@@ -188,9 +188,10 @@ def attention_to_links(
       - "output": to y_t, the word step t predicts (target index t). The natural reading for Bahdanau's
         decoder, whose step t attends in order to produce y_t.
       - "input": to y_{t-1}, the word fed at step t (target index t - 1; step 0, fed <bos>, is dropped).
-        The reading for Luong et al. 2015's decoder, which computes a_t right after y_{t-1} is fed; the
-        course uses it for their alignment table (Table 6). Chen et al. 2020 ("Shift-Att") show that
-        this shift also gives better alignments from Transformer attention.
+        Luong et al. 2015 (footnote 14) read their content-based scores this way, since a_t is computed
+        right after y_{t-1} is fed (their location-based score they credit to y_t, as "output" does);
+        chapter 5 scores its Table 6 in miniature under both conventions. Chen et al. 2020 ("Shift-Att")
+        show that this shift also gives better alignments from Transformer attention.
     Steps whose target index falls outside [0, tgt_len) (e.g. the <eos> step, or padding) are dropped.
     """
     if convention not in CONVENTIONS:

@@ -36,8 +36,9 @@ def dot_scores(queries: torch.Tensor, keys: torch.Tensor, scaled: bool = False) 
     queries: (batch_size, num_queries, d); keys: (batch_size, num_keys, d), the same d.
     Returns: scores (batch_size, num_queries, num_keys).
 
-    Luong et al. 2015, eq. (8) "dot": score(h_t, h̄_s) = h_tᵀ h̄_s. With scaled=True, Vaswani et al. 2017,
-    eq. (1): qᵀk / sqrt(d), computed exactly as d2l's DotProductAttention does (division after the bmm).
+    Luong et al. 2015, sec. 3.1, "dot": score(h_t, h̄_s) = h_tᵀ h̄_s, a score of eq. (7). With scaled=True,
+    Vaswani et al. 2017, eq. (1): qᵀk / sqrt(d), computed exactly as d2l's DotProductAttention does
+    (division after the bmm).
     """
     _check_queries_keys(queries, keys, same_size=True)
     scores = torch.bmm(queries, keys.transpose(1, 2))
@@ -51,7 +52,7 @@ def general_scores(queries: torch.Tensor, keys: torch.Tensor, W_a: torch.Tensor)
     W_a: (query_size, key_size) (the weight of nn.Linear(key_size, query_size, bias=False)).
     Returns: scores (batch_size, num_queries, num_keys).
 
-    Luong et al. 2015, eq. (8) "general": score(h_t, h̄_s) = h_tᵀ W_a h̄_s. Computed as
+    Luong et al. 2015, sec. 3.1, "general": score(h_t, h̄_s) = h_tᵀ W_a h̄_s, a score of eq. (7). Computed as
     dot_scores(queries, W_a k): the projected keys W_a k do not depend on the query, so
     LuongAttention.prepare computes them once per source batch.
     """
@@ -111,7 +112,8 @@ def concat_scores(
     W_a: (num_hiddens, query_size + key_size); v_a: (1, num_hiddens).
     Returns: scores (batch_size, num_queries, num_keys).
 
-    Luong et al. 2015, eq. (8) "concat": score(h_t, h̄_s) = v_aᵀ tanh(W_a [h_t; h̄_s]). Since
+    Luong et al. 2015, sec. 3.1, "concat": score(h_t, h̄_s) = v_aᵀ tanh(W_a [h_t; h̄_s]), a score of eq. (7).
+    Since
     W_a [q; k] = W_a[:, :query_size] q + W_a[:, query_size:] k, this is additive_scores with W_a split in
     two: the concatenation (batch_size, num_queries, num_keys, query_size + key_size) is never built,
     and the key half is what LuongAttention.prepare projects once.
@@ -132,7 +134,7 @@ def location_scores(queries: torch.Tensor, W_a: torch.Tensor, num_keys: int) -> 
     nn.Linear(query_size, max_len, bias=False)); num_keys <= max_len: the source positions to keep.
     Returns: scores (batch_size, num_queries, num_keys), rows 0..num_keys-1 of W_a applied to each query.
 
-    Luong et al. 2015, eq. (9): a_t = softmax(W_a h_t). The keys play no part: the model learns *where*
+    Luong et al. 2015, eq. (8): a_t = softmax(W_a h_t). The keys play no part: the model learns *where*
     to look, not *what* to look for. Positions past num_keys are padding for every sequence and are cut.
     """
     check_floating("queries", queries)

@@ -62,7 +62,8 @@ def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor
     tgt_valid_lens: (batch_size,) integer in [0, T], real tokens per sentence (<eos> included).
     Returns a scalar: the mean over real tokens (reduction="mean", the training loss; exp of it is the
     perplexity) or their sum (reduction="sum", to average over a whole data set).
-    -log p(y_t | y_<t, x) summed over t < len_i (Bahdanau et al. 2014, eq. 2), divided by sum_i len_i.
+    -log p(y_t | y_<t, x) summed over t < len_i (the negative log of Bahdanau et al. 2014, eq. 2), divided
+    by sum_i len_i.
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction={reduction!r}, expected 'mean' or 'sum'")

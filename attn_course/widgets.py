@@ -110,7 +110,8 @@ class ScorePlayground:
     W_q, W_k: (num_hiddens, 2) and w_v: (1, num_hiddens) of the additive score (default: seeded random).
     valid_len: the keys that are real when the mask toggle is on; the rest are padding.
 
-    Scores, for the query q and each key k (Luong et al. 2015, eq. 8; Bahdanau et al. 2014, eq. 6):
+    Scores, for the query q and each key k (Luong et al. 2015, sec. 3.1, the scores of eq. 7; Bahdanau et
+    al. 2014, eq. 6 and appendix A.1.2):
     dot qᵀk, scaled dot qᵀk / sqrt(2), general qᵀ W_a k, additive w_vᵀ tanh(W_q q + W_k k);
     weights = masked_softmax(scores, valid_len) -- the package's own functions, not copies.
 

@@ -463,11 +463,12 @@ GENERAL_SCORES = Exercise(
     "Luong's general score qᵀ W_a k",
     solution='''
 def general_scores(queries, keys, W_a):
-    """Luong's "general" score qᵀ W_a k for every query and key (Luong et al. 2015, eq. 8).
+    """Luong's "general" score qᵀ W_a k for every query and key.
 
     queries: (batch_size, num_queries, query_size); keys: (batch_size, num_keys, key_size);
     W_a: (query_size, key_size), the weight of nn.Linear(key_size, query_size, bias=False).
     Returns: scores (batch_size, num_queries, num_keys).
+    Luong et al. 2015, sec. 3.1: one of the content-based scores of eq. (7).
     """
     projected_keys = keys @ W_a.T                       # W_a k: (batch_size, num_keys, query_size)
     return torch.bmm(queries, projected_keys.transpose(1, 2))
@@ -551,11 +552,12 @@ CONCAT_SCORES = Exercise(
     "Luong's concat score v_aᵀ tanh(W_a [q; k])",
     solution='''
 def concat_scores(queries, keys, W_a, v_a):
-    """Luong's "concat" score v_aᵀ tanh(W_a [q; k]) for every query and key (Luong et al. 2015, eq. 8).
+    """Luong's "concat" score v_aᵀ tanh(W_a [q; k]) for every query and key.
 
     queries: (batch_size, num_queries, query_size); keys: (batch_size, num_keys, key_size);
     W_a: (num_hiddens, query_size + key_size); v_a: (1, num_hiddens).
     Returns: scores (batch_size, num_queries, num_keys).
+    Luong et al. 2015, sec. 3.1: one of the content-based scores of eq. (7).
     """
     num_queries, num_keys = queries.shape[1], keys.shape[1]
     pairs = torch.cat([queries[:, :, None, :].expand(-1, -1, num_keys, -1),   # [q; k] for every pair:

@@ -80,7 +80,7 @@ LOCATION_WEIGHTS = Exercise(
     solution='''
 def location_weights(queries, W_a, num_keys, valid_lens=None):
     """Luong's location-based weights a_t = softmax(W_a h_t) over the source positions (Luong et al. 2015,
-    eq. 9), cut to the batch's num_keys positions and masked to each valid length.
+    eq. 8), cut to the batch's num_keys positions and masked to each valid length.
 
     queries: (batch_size, num_queries, query_size); W_a: (max_len, query_size), the weight of
     nn.Linear(query_size, max_len, bias=False); num_keys <= max_len: the batch's padded source length;
