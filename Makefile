@@ -72,7 +72,8 @@ ARGS ?=
 robustness: env
 	$(BIN)/python -m attn_course.robustness --out results/robustness.json $(ARGS)
 
-# Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run. Not part of `make test`.
+# Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run, and grading a class of
+# 300 students x 6 notebooks with 1 job and with every core (benchmarks/grading.py). Not part of `make test`.
 bench: env
 	$(BIN)/python -m benchmarks.run --out benchmarks/results
 

@@ -2,7 +2,9 @@
 
 Prints a table of the claims (each ratio against its target) and writes every measurement, with the
 machine it ran on, to OUT/bench-DEVICE.json (bench-DEVICE-quick.json with --quick). Ratios are the
-claims; absolute times depend on the machine and its load. See benchmarks/measure.py for the methods.
+claims; absolute times depend on the machine and its load. See benchmarks/measure.py for the methods,
+benchmarks/grading.py for grading a class. ``--only NAME... --merge`` runs some benchmarks again and
+replaces only their sections in the existing file.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import torch
 
 from attn_course.runtime import get_device
-from benchmarks import suites
+from benchmarks import grading, suites
 from benchmarks.measure import machine_info
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,11 +63,17 @@ CLAIMS: list[tuple[str, tuple[str, ...], float | None, str]] = [
      "the same on every core torch uses by default, wall clock (CPU)"),
     ("torch.compile train step", ("compile", "speedup"), None,
      "eager / compiled training step at one fixed shape, after the compile (compile_wall_s)"),
+    # No target: the speed-up is bounded by the cores (grading.cores), which differ between machines.
+    ("grading, cores vs 1 job", ("grading", "speedup"), None,
+     "seconds to grade a class with --jobs 1 / --jobs <cores>, wall clock (benchmarks/grading.py)"),
+    ("grading, re-run from cache", ("grading", "rerun_speedup"), None,
+     "seconds of the --jobs <cores> run / the same class again with its grade cache"),
 ]
 
 BENCHMARKS = ("time_to_quality", "training_throughput", "attention_cost", "luong_parallel", "decoding",
-              "compile")
+              "compile", "grading")
 QUICK_SKIPS = ("compile",)      # tens of seconds of compilation even for a tiny model
+CPU_ONLY = ("grading",)         # runs on the CPU whatever the device: measured by a CPU run, not a GPU one
 
 GPU_TARGETS = {"Luong parallel vs loop": 5.0}
 
@@ -130,6 +138,17 @@ def _ttq_note(results: dict[str, Any]) -> str:
     return "time to quality -- " + "; ".join(parts)
 
 
+def _grading_note(results: dict[str, Any]) -> str:
+    report = results.get("grading")
+    if not report:
+        return ""
+    runs = ", ".join(f"{r['seconds_per_submission']:.3f} s with {r['jobs']} job{'s' * (r['jobs'] > 1)}"
+                     for r in report["runs"])
+    return (f"grading -- {report['submissions']} submissions ({report['students']} students): {runs} per "
+            f"submission; gradebooks identical: {report['gradebooks_identical']}; re-run from the cache "
+            f"{report['rerun']['seconds']:.1f} s")
+
+
 def run(config: suites.Config, device: torch.device, only: Sequence[str] | None = None,
         log: Callable[[str], object] = print,
         on_update: Callable[[dict[str, Any]], object] | None = None,
@@ -140,7 +159,7 @@ def run(config: suites.Config, device: torch.device, only: Sequence[str] | None 
     started = time.perf_counter()
     corpus = suites.make_corpus(config)
     results: dict[str, Any] = {}
-    skips = QUICK_SKIPS if config == suites.QUICK else ()
+    skips = (QUICK_SKIPS if config == suites.QUICK else ()) + (CPU_ONLY if device.type == "cuda" else ())
     if only:
         wanted = [name for name in BENCHMARKS if name in only]
     else:
@@ -165,11 +184,23 @@ def run(config: suites.Config, device: torch.device, only: Sequence[str] | None 
             results[name] = suites.decoding(config, corpus, model, device, all_threads=all_threads)
         elif name == "compile":
             results[name] = suites.compile_cost(config, corpus, device)
+        elif name == "grading":
+            results[name] = grading.measure(config.grading_students, seed=config.seed, log=log)
         else:
             results[name] = getattr(suites, name)(config, corpus, device)
         if on_update is not None:
             on_update(report())
     return report()
+
+
+def merged(earlier: dict[str, Any], results: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """`earlier` (a results file) with the benchmarks of `results` in place of its own, its claims computed
+    again, and each merged section's run (date, machine, seconds) listed under "merged"."""
+    benchmarks = {**earlier["benchmarks"], **results["benchmarks"]}
+    run = {"benchmarks": list(results["benchmarks"]), "date": results["date"], "seconds": results["seconds"],
+           "machine": results["machine"]}
+    return {**earlier, "benchmarks": benchmarks, "claims": claims(benchmarks, device),
+            "merged": [*earlier.get("merged", []), run]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -184,10 +215,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "decoding benchmark is also timed on torch's default threads, every core, by "
                              "the wall clock); 0 keeps torch's default")
     parser.add_argument("--only", nargs="+", default=None, choices=BENCHMARKS,
-                        help="run only these benchmarks (default: all; --quick skips compile)")
+                        help="run only these benchmarks (default: all; --quick skips compile, --device cuda "
+                             "grading)")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: replace only these benchmarks' sections of the existing JSON and "
+                             "keep the others (and the file's machine and date; each merged run is "
+                             "listed under 'merged')")
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads={args.threads}, expected 0 (torch's default) or a positive count")
+    if args.merge and not args.only:
+        parser.error("--merge needs --only: the benchmarks whose sections to replace")
     default_threads = torch.get_num_threads()      # before --threads: what a user of the machine gets
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -196,20 +234,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench-{device.type}{'-quick' if args.quick else ''}.json"
 
-    def save(results: dict[str, Any]) -> None:      # after every benchmark, so a long run keeps what it did
-        path.write_text(json.dumps(results, indent=1) + "\n")
+    earlier = json.loads(path.read_text()) if args.merge and path.exists() else None
 
-    results = run(config, device, args.only, log=lambda text: print(text, file=sys.stderr, flush=True),
-                  on_update=save, all_threads=default_threads)
-    save(results)
-    machine = results["machine"]
+    def written(results: dict[str, Any]) -> dict[str, Any]:    # after each benchmark: a long run keeps it
+        if earlier is not None:
+            results = merged(earlier, results, device)
+        path.write_text(json.dumps(results, indent=1) + "\n")
+        return results
+
+    new = run(config, device, args.only, log=lambda text: print(text, file=sys.stderr, flush=True),
+              on_update=written, all_threads=default_threads)
+    results = written(new)
+    machine = new["machine"]
     print(f"{machine['device_name']} ({machine['device']}), {machine['torch_threads']} torch threads, "
-          f"torch {machine['torch']}; {results['seconds']:.0f} s")
+          f"torch {machine['torch']}; {new['seconds']:.0f} s")
     print(format_table(results["claims"]))
-    note = _ttq_note(results["benchmarks"])
-    if note:
-        print(note)
-    print(f"wrote {path}")
+    for note in (_ttq_note(new["benchmarks"]), _grading_note(new["benchmarks"])):     # what this run measured
+        if note:
+            print(note)
+    print(f"wrote {path}" + (f" (merged: {', '.join(new['benchmarks'])})" if earlier is not None else ""))
     return 0
 
 

@@ -88,6 +88,7 @@ class Config:
     beam_size: int = 5
     decode_slices: int = 10          # parts of a one-at-a-time pass, each timed between two batched runs
     memory_sentences: int = 50       # sentences decoded one at a time when measuring their peak memory
+    grading_students: int = 300      # the class graded by benchmarks.grading, 6 notebooks per student
 
 
 FULL = Config()
@@ -95,7 +96,7 @@ QUICK = replace(FULL, min_len=4, max_len=8, train_pairs=32, heldout_pairs=6, emb
                 batch_size=8, ttq_cap_s=1.0, ttq_max_epochs=1, step_batches=2, repeats=2, attention_repeats=2,
                 warmup=0,
                 decode_sentences=8, decode_batch_size=4, beam_sentences=3, beam_size=2, decode_slices=2,
-                memory_sentences=2)
+                memory_sentences=2, grading_students=10)
 
 
 class Corpus(NamedTuple):

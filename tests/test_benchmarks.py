@@ -15,8 +15,10 @@ from dataclasses import replace
 import pytest
 import torch
 
+from attn_course import checks
+from attn_course.grading import Limits
 from attn_course.training import masked_cross_entropy
-from benchmarks import d2l_style, run, suites
+from benchmarks import d2l_style, grading, run, suites
 from benchmarks.measure import (
     clock_name,
     interleaved,
@@ -215,7 +217,9 @@ def test_quick_run_has_every_benchmark_and_claim_and_equal_losses(tmp_path):
     assert results["machine"]["torch"] == torch.__version__
     bench = results["benchmarks"]
     assert set(bench) == {"time_to_quality", "training_throughput", "attention_cost", "luong_parallel",
-                          "decoding"}
+                          "decoding", "grading"}
+    assert bench["grading"]["students"] == CONFIG.grading_students
+    assert bench["grading"]["gradebooks_identical"] and bench["grading"]["rerun_gradebook_identical"]
 
     ttq = bench["time_to_quality"]
     for name in ("attn_course", "d2l_style"):
@@ -311,3 +315,70 @@ def test_budget_strict_fails_when_a_notebook_is_over_its_limit(tmp_path, monkeyp
     assert [row["within_limit"] for row in written["notebooks"]] == [True, False]
     assert written["total_wall_s"] == 160.0
     assert "slow.ipynb" in capsys.readouterr().out
+
+
+def test_merge_replaces_only_the_sections_run_again(tmp_path, capsys):
+    earlier = {"machine": {"cpu": "earlier"}, "date": "earlier", "claims": [],
+               "benchmarks": {"grading": {"speedup": 1.8, "rerun_speedup": 90.0},
+                              "luong_parallel": {"speedup": -1.0}}}
+    (tmp_path / "bench-cpu-quick.json").write_text(json.dumps(earlier))
+    argv = ["--quick", "--device", "cpu", "--out", str(tmp_path), "--only", "luong_parallel", "--merge"]
+    assert run.main(argv) == 0
+    written = json.loads((tmp_path / "bench-cpu-quick.json").read_text())
+    assert written["benchmarks"]["grading"] == earlier["benchmarks"]["grading"]
+    assert written["benchmarks"]["luong_parallel"]["speedup"] > 0                  # measured again
+    assert written["machine"] == earlier["machine"] and written["date"] == "earlier"
+    assert [entry["benchmarks"] for entry in written["merged"]] == [["luong_parallel"]]
+    rows = {row["claim"]: row["ratio"] for row in written["claims"]}
+    assert rows["grading, cores vs 1 job"] == 1.8 and rows["Luong parallel vs loop"] > 0
+    assert "merged: luong_parallel" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        run.main(["--quick", "--merge"])                                           # merge what? --only
+
+
+def test_grading_class_is_one_folder_per_student_with_the_drawn_mix(tmp_path):
+    mix = grading.write_class(tmp_path / "a", students=3, seed=0)
+    assert sum(mix.values()) == 18 and set(mix) == set(grading.MIX) | set(grading.HOSTILE)
+    assert mix["hangs"] == mix["exits"] == 1                                   # at least one of each
+    names = sorted(p.name for p in (grading.ROOT / "solutions").glob("ex0*.ipynb"))
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["student001", "student002", "student003"]
+    for student in (tmp_path / "a").iterdir():
+        assert sorted(p.name for p in student.iterdir()) == names
+    assert grading.write_class(tmp_path / "b", students=3, seed=0) == mix                  # seeded
+    for path in (tmp_path / "a").rglob("*.ipynb"):
+        assert path.read_bytes() == (tmp_path / "b" / path.relative_to(tmp_path / "a")).read_bytes()
+
+
+def test_wrong_answer_cells_hold_the_catalogues_mutants_and_fail_their_checks():
+    answers = grading.wrong_answers()
+    assert set(answers) == set(checks.EXERCISES)                    # every exercise can be answered wrong
+    for key, cells in answers.items():
+        exercise = checks.EXERCISES[key]
+        for mutant, source in cells:
+            assert source.startswith(exercise.marker + "\n")
+            namespace: dict = {}
+            exec(checks.PREAMBLES[int(key[2 : key.index(".")])], namespace)
+            exec(source, namespace)                                  # with only the chapter's imports
+            assert namespace[exercise.name].__name__ == mutant
+            result = exercise.evaluate(namespace[exercise.name])
+            assert result.status == checks.FAILED, (key, mutant, result.message)
+
+
+@pytest.mark.slow
+def test_grading_benchmark_grades_a_tiny_class_alike_with_one_and_two_jobs():
+    # A short cell timeout: the class's hanging notebook costs 2 s per run instead of 10.
+    report = grading.measure(3, [1, 2], limits=Limits(cell_timeout=2.0), log=lambda _: None)
+    json.loads(json.dumps(report))                                                   # JSON-ready
+    assert report["submissions"] == 18 == sum(report["mix"].values())
+    assert report["limits"]["cell_timeout"] == 2.0 and report["machine"]["logical_cpus"] >= 1
+    assert [r["jobs"] for r in report["runs"]] == [1, 2]
+    for r in report["runs"]:
+        assert r["submissions"] == 18 and r["from_cache"] == 0
+        assert r["seconds_per_submission"] == pytest.approx(r["seconds"] / 18)
+    assert report["speedup"] == pytest.approx(report["runs"][0]["seconds"] / report["runs"][1]["seconds"])
+    assert report["gradebooks_identical"] is True
+    assert report["runs"][0]["points"] == report["runs"][1]["points"] == report["rerun"]["points"]
+    rerun = report["rerun"]
+    assert rerun["jobs"] == 2 and rerun["from_cache"] == 18            # every grade remembered
+    assert report["rerun_gradebook_identical"] is True
+    assert "18 submissions" in grading.summary(report)
