@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -358,3 +359,31 @@ def test_students_whose_ids_give_one_file_name_get_a_feedback_file_each() -> Non
     assert names["carol"] == "carol"
     clashing = [names[s] for s in ("a b", "a_b", "A_B")]
     assert len(set(clashing)) == 3 and all(n.lower().startswith("a_b-") for n in clashing)
+
+
+@pytest.mark.slow
+def test_a_script_without_a_main_guard_is_still_graded_in_one_process_with_a_warning(tmp_path: Path) -> None:
+    # Spawned workers re-import the main module: unguarded, each starts grading again and dies. The grade
+    # must not be lost (nor marked "Not graded"): the batch falls back to this process and says why.
+    import subprocess
+    import sys
+
+    for name in ("a", "b"):
+        nb = json.loads((ROOT / "solutions" / EX01).read_text())
+        nb["metadata"]["copy"] = name
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "script.py").write_text(
+        "from attn_course.grading import grade\n"
+        "print([r.total for r in grade(['a.ipynb', 'b.ipynb'], out='g.csv', jobs=2)])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[2, 2]"
+    assert "needs `if __name__ == '__main__':`" in done.stderr

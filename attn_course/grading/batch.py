@@ -5,7 +5,8 @@ with its own fork server of sandboxes; the grades are the same as with one job, 
 every submission is graded alone from its own file, with cases built from fixed seeds. A worker is the
 grader's side only: it builds cases and judges, and never runs a line of learner code. If a worker dies
 anyway (something killed it), the submissions it had not finished are graded again one by one, each in a
-fresh worker, so only a submission that kills its worker every time loses its points, with the reason.
+fresh worker, so only a submission that kills its worker every time loses its points, with the reason; if
+no worker can start at all (an unguarded script, see `_workers_start`), they are graded in this process.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.util
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -109,6 +111,15 @@ def _graded(tasks: dict[int, Task], jobs: int) -> Iterator[tuple[int, Submission
         return
     except BrokenProcessPool:
         pass
+    if not _workers_start():
+        warnings.warn(
+            "attn_course.grading: worker processes cannot start here (a script that grades with jobs > 1 "
+            "needs `if __name__ == '__main__':` around its code); grading the rest in this process",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        yield from _graded(left, 1)
+        return
     for i, task in left.items():  # a worker died: the unfinished ones again, each in a worker of its own
         try:
             with _pool(1) as pool:
@@ -116,6 +127,20 @@ def _graded(tasks: dict[int, Task], jobs: int) -> Iterator[tuple[int, Submission
         except BrokenProcessPool:
             result = _lost(task)
         yield i, result
+
+
+def _ready() -> bool:
+    return True
+
+
+def _workers_start() -> bool:
+    """Whether a fresh worker process starts and answers (it does not where the main module, re-imported
+    by each spawned worker, starts grading again unguarded)."""
+    try:
+        with _pool(1) as pool:
+            return pool.submit(_ready).result()
+    except BrokenProcessPool:
+        return False
 
 
 def grade_many(
