@@ -1,0 +1,2310 @@
+"""Learners' answers to every exercise, written from the prompts alone (before reading the checks' mistakes):
+wrong answers as learners write them, each with the words a message that names or locates its mistake would
+contain, and correct alternatives (einsum, loops, other valid masking) that every check must accept.
+
+`ANSWERS` is data: (key, label, phrases, source); phrases is None for a correct alternative. `define` execs an
+answer after the chapter's set-up imports, as the grader does.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from attn_course import checks
+
+
+class Answer(NamedTuple):
+    key: str
+    label: str
+    phrases: tuple[str, ...] | None  # None: a correct alternative
+    source: str
+
+
+def define(answer: Answer) -> object:
+    """The function or class `answer.source` defines, in a namespace holding its chapter's set-up imports."""
+    namespace: dict = {"__name__": "__main__"}
+    exec(checks.PREAMBLES[int(answer.key[2 : answer.key.index(".")])], namespace)
+    exec(answer.source, namespace)
+    return namespace[checks.EXERCISES[answer.key].name]
+
+
+ANSWERS: list[Answer] = []
+
+
+def ok(key: str, label: str, source: str) -> None:
+    ANSWERS.append(Answer(key, label, None, source))
+
+
+def wrong(key: str, label: str, phrases: list[str], source: str) -> None:
+    ANSWERS.append(Answer(key, label, tuple(phrases), source))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch1.q1 sequence_mask
+
+K = "ch1.q1"
+ok(
+    K,
+    "torch.where with a broadcast mask",
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype))
+""",
+)
+ok(
+    K,
+    "loop over rows on a clone",
+    """
+def sequence_mask(X, valid_len, value=0):
+    Y = X.clone()
+    for i in range(X.shape[0]):
+        Y[i, int(valid_len[i]):] = value
+    return Y
+""",
+)
+ok(
+    K,
+    "masked_fill with view",
+    """
+def sequence_mask(X, valid_len, value=0):
+    keep = torch.arange(X.size(1)).unsqueeze(0) < valid_len.unsqueeze(1)
+    keep = keep.view(*keep.shape, *([1] * (X.dim() - 2)))
+    return X.masked_fill(~keep, value)
+""",
+)
+wrong(
+    K,
+    "d2l: writes into X",
+    ["in place", "changed its input", "copy"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    X[~mask] = value
+    return X
+""",
+)
+wrong(
+    K,
+    "<= keeps one padding position",
+    ["off by one", "off-by-one", "one position too many", "<="],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] <= valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype))
+""",
+)
+wrong(
+    K,
+    "masks along the last axis",
+    ["axis 1", "last axis", "trailing", "features"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    n = X.shape[-1]
+    mask = torch.arange(n)[None, :] < valid_len[:, None]
+    mask = mask.reshape((X.shape[0],) + (1,) * (X.dim() - 2) + (n,))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype))
+""",
+)
+wrong(
+    K,
+    "mask only for 2-D X",
+    ["trailing", "axes", "*rest", "features"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X.masked_fill(~mask, value)
+""",
+)
+wrong(
+    K,
+    "multiplies by the mask, ignores value",
+    ["value"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return X * mask
+""",
+)
+wrong(
+    K,
+    "float fill promotes integer X",
+    ["dtype"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, float(value))
+""",
+)
+wrong(
+    K,
+    "inverted mask",
+    ["invert", "real positions", "the wrong side", "padding instead"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(X.shape[1])[None, :] >= valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype))
+""",
+)
+wrong(
+    K,
+    "arange up to the longest valid length",
+    ["maxlen", "X.shape[1]", "longest", "max()"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    mask = torch.arange(int(valid_len.max()))[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype))
+""",
+)
+wrong(
+    K,
+    "first row's length for every row",
+    ["each row", "every row", "per row", "valid_len[i]"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    Y = X.clone()
+    Y[:, int(valid_len[0]):] = value
+    return Y
+""",
+)
+wrong(
+    K,
+    "loop writing into X",
+    ["in place", "changed its input", "copy"],
+    """
+def sequence_mask(X, valid_len, value=0):
+    for i in range(X.shape[0]):
+        X[i, int(valid_len[i]):] = value
+    return X
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch1.q2 masked_softmax
+
+K = "ch1.q2"
+ok(
+    K,
+    "finfo.min fill, then times the mask",
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return torch.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(filled, dim=-1) * mask
+""",
+)
+ok(
+    K,
+    "hand-written stabilised exp",
+    """
+def masked_softmax(scores, valid_lens=None):
+    B, Q, K = scores.shape
+    if valid_lens is None:
+        mask = torch.ones(B, Q, K, dtype=torch.bool)
+    else:
+        lens = valid_lens.reshape(B, -1, 1).expand(B, Q, 1)
+        mask = torch.arange(K).reshape(1, 1, K) < lens
+    s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    e = torch.exp(s - s.amax(dim=-1, keepdim=True)) * mask
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+""",
+)
+ok(
+    K,
+    "loop over rows",
+    """
+def masked_softmax(scores, valid_lens=None):
+    B, Q, K = scores.shape
+    out = torch.zeros_like(scores)
+    for b in range(B):
+        for q in range(Q):
+            if valid_lens is None:
+                n = K
+            elif valid_lens.dim() == 1:
+                n = int(valid_lens[b])
+            else:
+                n = int(valid_lens[b, q])
+            if n > 0:
+                out[b, q, :n] = torch.softmax(scores[b, q, :n], dim=-1)
+    return out
+""",
+)
+wrong(
+    K,
+    "d2l's -1e6 fill",
+    ["-1e6", "uniform", "valid length is 0", "valid length 0", "empty row", "attends to nothing"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    return F.softmax(scores.masked_fill(~mask, -1e6), dim=-1)
+""",
+)
+wrong(
+    K,
+    "-inf fill, NaN in empty rows",
+    ["NaN", "-inf", "empty row", "valid length is 0", "valid length 0"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    return F.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+""",
+)
+wrong(
+    K,
+    "softmax over dim=1",
+    ["axis", "dim"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(s, dim=1) * mask
+""",
+)
+wrong(
+    K,
+    "2-D valid_lens read as one per sequence",
+    ["(batch_size, num_queries)", "per query", "one length per query", "2-D", "2D"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    if valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < valid_lens[:, None, None]
+    s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(s, dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "unstabilised exp",
+    ["overflow", "max", "stabil", "large"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    B, Q, K = scores.shape
+    if valid_lens is None:
+        mask = torch.ones(B, Q, K, dtype=torch.bool)
+    else:
+        lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+        mask = torch.arange(K)[None, None, :] < lens
+    e = torch.exp(scores) * mask
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+""",
+)
+wrong(
+    K,
+    "softmax over all keys, then zero the padding",
+    ["renormal", "before the softmax", "sum to 1", "sums to 1"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    w = F.softmax(scores, dim=-1)
+    if valid_lens is None:
+        return w
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    return w * mask
+""",
+)
+wrong(
+    K,
+    "masked_fill_ on scores",
+    ["in place", "changed its input"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(scores, dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "<= in the mask",
+    ["off by one", "off-by-one", "one key too many", "<="],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] <= lens
+    s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(s, dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "computed under no_grad",
+    ["gradient", "no_grad", "detach"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    with torch.no_grad():
+        if valid_lens is None:
+            return F.softmax(scores, dim=-1)
+        lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+        mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+        s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return F.softmax(s, dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "float32 result for half inputs",
+    ["dtype"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    s = scores.float()
+    if valid_lens is None:
+        return F.softmax(s, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(s.shape[-1])[None, None, :] < lens
+    return F.softmax(s.masked_fill(~mask, -1e30), dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "no None branch",
+    ["None"],
+    """
+def masked_softmax(scores, valid_lens):
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    s = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(s, dim=-1) * mask
+""",
+)
+wrong(
+    K,
+    "masked scores set to 0",
+    ["score of 0", "scores to 0", "set to 0", "filled with 0", "-inf", "large negative"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    mask = torch.arange(scores.shape[-1])[None, None, :] < lens
+    return F.softmax(scores * mask, dim=-1)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch2.q1 scaled_dot_product_attention
+
+K = "ch2.q1"
+ok(
+    K,
+    "bmm",
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    d = queries.shape[-1]
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+ok(
+    K,
+    "einsum",
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.einsum("bqd,bkd->bqk", queries, keys) / queries.size(-1) ** 0.5
+    weights = masked_softmax(scores, valid_lens)
+    return torch.einsum("bqk,bkv->bqv", weights, values), weights
+""",
+)
+ok(
+    K,
+    "queries scaled first, matmul",
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    q = queries / math.sqrt(keys.shape[-1])
+    weights = masked_softmax(q @ keys.transpose(-2, -1), valid_lens)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "no scaling",
+    ["sqrt", "scale", "scaling"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "divides by sqrt(value_size)",
+    ["value_size", "wrong axis", "divisor", "sqrt(d)"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(values.shape[-1])
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "divides by sqrt(num_keys)",
+    ["num_keys", "wrong axis", "divisor", "sqrt(d)"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(keys.shape[1])
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "divides by d",
+    ["sqrt"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / queries.shape[-1]
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "softmax over the queries",
+    ["axis", "dim", "queries"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores, dim=1)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "valid_lens ignored",
+    ["valid_lens", "mask", "padding"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "scores of keys against queries",
+    ["transpos", "shape"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(keys, queries.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores.transpose(1, 2).contiguous(), valid_lens).transpose(1, 2)
+    return torch.bmm(weights.transpose(1, 2), values), weights
+""",
+)
+wrong(
+    K,
+    "returns (weights, context)",
+    ["order", "(context, weights)"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores, valid_lens)
+    return weights, torch.bmm(weights, values)
+""",
+)
+wrong(
+    K,
+    "context from the keys",
+    ["values", "keys"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, keys), weights
+""",
+)
+wrong(
+    K,
+    "divides by sqrt(num_queries)",
+    ["num_queries", "wrong axis", "divisor", "sqrt(d)"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[1])
+    weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(weights, values), weights
+""",
+)
+wrong(
+    K,
+    "own mask, per-sequence lengths only",
+    ["per query", "(batch_size, num_queries)", "2-D", "2D"],
+    """
+def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    if valid_lens is not None:
+        if valid_lens.dim() == 2:
+            valid_lens = valid_lens[:, 0]
+        mask = torch.arange(keys.shape[1])[None, None, :] < valid_lens[:, None, None]
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
+    return torch.bmm(weights, values), weights
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch2.q2 AdditiveAttention (prepare / attend)
+
+ADDITIVE = """
+class AdditiveAttention(nn.Module):
+    def __init__(self, key_size, query_size, num_hiddens):
+        super().__init__()
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def prepare(self, keys, values, valid_lens=None):
+{prepare}
+
+    def attend(self, queries, memory):
+{attend}
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        return self.attend(queries, self.prepare(keys, values, valid_lens))
+"""
+
+
+def additive(prepare: str, attend: str) -> str:
+    def indent(body: str) -> str:
+        return "\n".join("        " + line for line in body.strip("\n").splitlines())
+
+    return ADDITIVE.replace("{prepare}", indent(prepare)).replace("{attend}", indent(attend))
+
+
+PREPARE = "return self.W_k(keys), values, valid_lens"
+ATTEND = """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+return torch.bmm(weights, values), weights
+"""
+K = "ch2.q2"
+ok(K, "tuple memory, broadcast sum", additive(PREPARE, ATTEND))
+ok(
+    K,
+    "dict memory, einsum with w_v's weight",
+    additive(
+        'return {"k": self.W_k(keys), "v": values, "lens": valid_lens}',
+        """
+h = torch.tanh(self.W_q(queries)[:, :, None, :] + memory["k"][:, None, :, :])
+scores = torch.einsum("bqkh,h->bqk", h, self.w_v.weight[0])
+weights = masked_softmax(scores, memory["lens"])
+return torch.einsum("bqk,bkv->bqv", weights, memory["v"]), weights
+""",
+    ),
+)
+ok(
+    K,
+    "loop over queries",
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+q = self.W_q(queries)
+rows = []
+for j in range(q.shape[1]):
+    rows.append(self.w_v(torch.tanh(q[:, j:j + 1, :] + proj_keys)).squeeze(-1))
+weights = masked_softmax(torch.cat(rows, dim=1), valid_lens)
+return weights @ values, weights
+""",
+    ),
+)
+wrong(
+    K,
+    "keys projected in attend",
+    ["W_k", "prepare", "once", "every step", "project"],
+    additive(
+        "return keys, values, valid_lens",
+        """
+keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "prepare under no_grad",
+    ["no_grad", "gradient", "detach"],
+    additive(
+        """
+with torch.no_grad():
+    proj_keys = self.W_k(keys)
+return proj_keys, values, valid_lens
+""",
+        ATTEND,
+    ),
+)
+wrong(
+    K,
+    "memory kept on self",
+    ["self", "state", "memory", "return"],
+    additive(
+        """
+self.proj_keys, self.values, self.valid_lens = self.W_k(keys), values, valid_lens
+""",
+        """
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.proj_keys.unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(-1), self.valid_lens)
+return torch.bmm(weights, self.values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "squeeze() without a dim",
+    ["squeeze"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(), valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "valid_lens ignored",
+    ["valid_lens", "mask", "padding"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+weights = torch.softmax(self.w_v(features).squeeze(-1), dim=-1)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "broadcast the wrong way round",
+    ["shape", "unsqueeze", "broadcast", "transpos"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(1) + proj_keys.unsqueeze(2))
+scores = self.w_v(features).squeeze(-1).transpose(1, 2)
+weights = masked_softmax(scores, valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "no tanh",
+    ["tanh"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1)
+weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "one query only",
+    ["several queries", "num_queries", "more than one query"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+q = self.W_q(queries[:, 0, :])
+features = torch.tanh(q.unsqueeze(1) + proj_keys)
+weights = masked_softmax(self.w_v(features).transpose(1, 2), valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "softmax over dim=1",
+    ["axis", "dim"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+scores = self.w_v(features).squeeze(-1)
+weights = torch.softmax(scores, dim=1)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "context from the projected keys",
+    ["values"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.tanh(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+return torch.bmm(weights, proj_keys), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "relu instead of tanh",
+    ["tanh"],
+    additive(
+        PREPARE,
+        """
+proj_keys, values, valid_lens = memory
+features = torch.relu(self.W_q(queries).unsqueeze(2) + proj_keys.unsqueeze(1))
+weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+return torch.bmm(weights, values), weights
+""",
+    ),
+)
+wrong(
+    K,
+    "projected keys detached",
+    ["detach", "gradient"],
+    additive("return self.W_k(keys).detach(), values, valid_lens", ATTEND),
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch2.q3 general_scores
+
+K = "ch2.q3"
+ok(
+    K,
+    "project the keys",
+    """
+def general_scores(queries, keys, W_a):
+    return queries @ (keys @ W_a.T).transpose(1, 2)
+""",
+)
+ok(
+    K,
+    "einsum",
+    """
+def general_scores(queries, keys, W_a):
+    return torch.einsum("bqi,ij,bkj->bqk", queries, W_a, keys)
+""",
+)
+ok(
+    K,
+    "project the queries",
+    """
+def general_scores(queries, keys, W_a):
+    return torch.bmm(queries @ W_a, keys.transpose(1, 2))
+""",
+)
+wrong(
+    K,
+    "keys @ W_a, untransposed",
+    ["W_a.T", "transpose", "W_a"],
+    """
+def general_scores(queries, keys, W_a):
+    return queries @ (keys @ W_a).transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "queries @ W_a.T",
+    ["W_a.T", "transpose", "W_a"],
+    """
+def general_scores(queries, keys, W_a):
+    return (queries @ W_a.T) @ keys.transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "scaled by sqrt(d)",
+    ["scale", "sqrt", "raw"],
+    """
+def general_scores(queries, keys, W_a):
+    return queries @ (keys @ W_a.T).transpose(1, 2) / math.sqrt(queries.shape[-1])
+""",
+)
+wrong(
+    K,
+    "softmax applied",
+    ["softmax", "raw"],
+    """
+def general_scores(queries, keys, W_a):
+    return torch.softmax(queries @ (keys @ W_a.T).transpose(1, 2), dim=-1)
+""",
+)
+wrong(
+    K,
+    "(batch_size, num_keys, num_queries)",
+    ["transpos", "shape", "(batch_size, num_queries, num_keys)"],
+    """
+def general_scores(queries, keys, W_a):
+    return (keys @ W_a.T) @ queries.transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "query i with key i only",
+    ["every query", "pair", "each key", "every key"],
+    """
+def general_scores(queries, keys, W_a):
+    return (queries * (keys @ W_a.T)).sum(-1, keepdim=True)
+""",
+)
+wrong(
+    K,
+    "one query only",
+    ["several queries", "num_queries", "more than one query"],
+    """
+def general_scores(queries, keys, W_a):
+    q = queries[:, 0, :]
+    return torch.bmm(keys @ W_a.T, q.unsqueeze(2)).transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "W_a detached",
+    ["gradient", "no_grad", "detach"],
+    """
+def general_scores(queries, keys, W_a):
+    return queries @ (keys @ W_a.detach().T).transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "tanh applied",
+    ["tanh", "raw"],
+    """
+def general_scores(queries, keys, W_a):
+    return torch.tanh(queries @ (keys @ W_a.T).transpose(1, 2))
+""",
+)
+wrong(
+    K,
+    "computed in float32",
+    ["dtype"],
+    """
+def general_scores(queries, keys, W_a):
+    return queries.float() @ (keys.float() @ W_a.float().T).transpose(1, 2)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch2.q4 concat_scores
+
+K = "ch2.q4"
+ok(
+    K,
+    "W_a split into query and key halves",
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    q = queries @ W_a[:, :qs].T
+    k = keys @ W_a[:, qs:].T
+    return (torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v_a.T).squeeze(-1)
+""",
+)
+ok(
+    K,
+    "explicit concatenation of every pair",
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    B, Q, _ = queries.shape
+    K = keys.shape[1]
+    q = queries.unsqueeze(2).expand(B, Q, K, -1)
+    k = keys.unsqueeze(1).expand(B, Q, K, -1)
+    pairs = torch.cat([q, k], dim=-1)
+    return torch.tanh(pairs @ W_a.T) @ v_a[0]
+""",
+)
+ok(
+    K,
+    "einsum",
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.size(-1)
+    h = torch.einsum("bqi,hi->bqh", queries, W_a[:, :qs])[:, :, None] + torch.einsum(
+        "bki,hi->bkh", keys, W_a[:, qs:])[:, None]
+    return torch.einsum("bqkh,h->bqk", torch.tanh(h), v_a.squeeze(0))
+""",
+)
+wrong(
+    K,
+    "key first",
+    ["order", "query first", "[q; k]", "[k; q]"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    ks = keys.shape[-1]
+    k = keys @ W_a[:, :ks].T
+    q = queries @ W_a[:, ks:].T
+    return (torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v_a.T).squeeze(-1)
+""",
+)
+wrong(
+    K,
+    "no tanh",
+    ["tanh"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = (queries @ W_a[:, :qs].T).unsqueeze(2) + (keys @ W_a[:, qs:].T).unsqueeze(1)
+    return (h @ v_a.T).squeeze(-1)
+""",
+)
+wrong(
+    K,
+    "query i concatenated with key i",
+    ["every key", "pair", "every query"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    h = torch.tanh(torch.cat([queries, keys], dim=-1) @ W_a.T)
+    return (h @ v_a.T).transpose(1, 2)
+""",
+)
+wrong(
+    K,
+    "squeeze() without a dim",
+    ["squeeze"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T).unsqueeze(2) + (keys @ W_a[:, qs:].T).unsqueeze(1))
+    return (h @ v_a.T).squeeze()
+""",
+)
+wrong(
+    K,
+    "v_a untransposed",
+    ["v_a", "transpose", "v_a.T"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T).unsqueeze(2) + (keys @ W_a[:, qs:].T).unsqueeze(1))
+    return (h @ v_a).squeeze(-1)
+""",
+)
+wrong(
+    K,
+    "W_a split at key_size",
+    ["split", "query_size", "columns"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    ks = keys.shape[-1]
+    q = queries @ W_a[:, :ks].T
+    k = keys @ W_a[:, ks:].T
+    return (torch.tanh(q.unsqueeze(2) + k.unsqueeze(1)) @ v_a.T).squeeze(-1)
+""",
+)
+wrong(
+    K,
+    "softmax applied",
+    ["softmax", "raw"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T).unsqueeze(2) + (keys @ W_a[:, qs:].T).unsqueeze(1))
+    return torch.softmax((h @ v_a.T).squeeze(-1), dim=-1)
+""",
+)
+wrong(
+    K,
+    "sum instead of v_a",
+    ["v_a"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T).unsqueeze(2) + (keys @ W_a[:, qs:].T).unsqueeze(1))
+    return h.sum(-1)
+""",
+)
+wrong(
+    K,
+    "(batch_size, num_keys, num_queries)",
+    ["shape", "transpos", "(batch_size, num_queries, num_keys)"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T).unsqueeze(1) + (keys @ W_a[:, qs:].T).unsqueeze(2))
+    return (h @ v_a.T).squeeze(-1)
+""",
+)
+wrong(
+    K,
+    "one query only",
+    ["several queries", "num_queries", "more than one query"],
+    """
+def concat_scores(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    q = queries[:, :1, :] @ W_a[:, :qs].T
+    h = torch.tanh(q + keys @ W_a[:, qs:].T)
+    return (h @ v_a.T).transpose(1, 2)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch3.q1 masked_cross_entropy
+
+K = "ch3.q1"
+ok(
+    K,
+    "per-token loss times the mask",
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * mask).sum() / mask.sum()
+""",
+)
+ok(
+    K,
+    "log_softmax and gather",
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
+    mask = (torch.arange(logits.size(1)).unsqueeze(0) < tgt_valid_lens.unsqueeze(1)).to(logp.dtype)
+    return -(logp * mask).sum() / mask.sum()
+""",
+)
+ok(
+    K,
+    "boolean indexing",
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    return F.cross_entropy(logits[mask], tgt_out[mask])
+""",
+)
+wrong(
+    K,
+    "ignore_index=0",
+    ["pad", "ignore_index", "tgt_valid_lens"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0)
+""",
+)
+wrong(
+    K,
+    "mean over every position",
+    ["padding", "padded", "mask"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out)
+""",
+)
+wrong(
+    K,
+    "sentence by sentence",
+    ["per sentence", "sentence by sentence", "each sentence", "all real tokens"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return ((losses * mask).sum(1) / tgt_valid_lens).mean()
+""",
+)
+wrong(
+    K,
+    "drops <eos>",
+    ["eos", "off by one", "off-by-one"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < (tgt_valid_lens[:, None] - 1)
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * mask).sum() / mask.sum().clamp_min(1)
+""",
+)
+wrong(
+    K,
+    "sum, not mean",
+    ["sum", "divide", "count", "number of real tokens"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * mask).sum()
+""",
+)
+wrong(
+    K,
+    "divides by every position",
+    ["count", "number of real tokens", "divide", "padding", "padded"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * mask).sum() / tgt_out.numel()
+""",
+)
+wrong(
+    K,
+    "returns .item()",
+    ["item", "scalar tensor", "float", "gradient", "backward"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return ((losses * mask).sum() / mask.sum()).item()
+""",
+)
+wrong(
+    K,
+    "tensor rebuilt from .item()",
+    ["item", "gradient", "backward", "detach"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return torch.tensor((losses * mask).sum().item() / mask.sum().item(), dtype=logits.dtype)
+""",
+)
+wrong(
+    K,
+    "classes on the last axis",
+    ["axis 1", "transpose", "(batch_size, vocab_size, T)", "class"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits, tgt_out, reduction="none")
+    return (losses * mask).sum() / mask.sum()
+""",
+)
+wrong(
+    K,
+    "softmax without log",
+    ["log", "log_softmax"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    p = torch.softmax(logits, dim=-1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
+    return -(p * mask).sum() / mask.sum()
+""",
+)
+wrong(
+    K,
+    "log_softmax over the time axis",
+    ["axis", "dim", "vocab"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    logp = torch.log_softmax(logits, dim=1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
+    return -(logp * mask).sum() / mask.sum()
+""",
+)
+wrong(
+    K,
+    "logits detached",
+    ["gradient", "no_grad", "detach", "backward"],
+    """
+def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
+    logits = logits.detach()
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * mask).sum() / mask.sum()
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch3.q2 final_state
+
+K = "ch3.q2"
+ok(
+    K,
+    "advanced indexing",
+    """
+def final_state(outputs, valid_lens):
+    return outputs[torch.arange(outputs.shape[0]), valid_lens - 1]
+""",
+)
+ok(
+    K,
+    "gather",
+    """
+def final_state(outputs, valid_lens):
+    index = (valid_lens - 1).view(-1, 1, 1).expand(-1, 1, outputs.size(-1))
+    return outputs.gather(1, index).squeeze(1)
+""",
+)
+ok(
+    K,
+    "loop and stack",
+    """
+def final_state(outputs, valid_lens):
+    return torch.stack([outputs[i, int(n) - 1] for i, n in enumerate(valid_lens)])
+""",
+)
+wrong(
+    K,
+    "last padded position",
+    ["last position", "padding", "valid_lens", "last real"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[:, -1]
+""",
+)
+wrong(
+    K,
+    "outputs[i, valid_lens[i]]",
+    ["off by one", "off-by-one", "- 1"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[torch.arange(outputs.shape[0]), valid_lens]
+""",
+)
+wrong(
+    K,
+    "every sentence at every length",
+    ["arange", "each sentence", "its own", "row i"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[:, valid_lens - 1]
+""",
+)
+wrong(
+    K,
+    "indexes the batch axis",
+    ["axis", "batch"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[valid_lens - 1, -1]
+""",
+)
+wrong(
+    K,
+    "gather index not expanded",
+    ["gather", "expand", "index"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs.gather(1, (valid_lens - 1).view(-1, 1, 1)).squeeze(1)
+""",
+)
+wrong(
+    K,
+    "longest sentence's end for all",
+    ["longest", "max", "each sentence"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[:, int(valid_lens.max()) - 1]
+""",
+)
+wrong(
+    K,
+    "mean of the real positions",
+    ["mean", "average", "last real"],
+    """
+def final_state(outputs, valid_lens):
+    mask = torch.arange(outputs.shape[1])[None, :, None] < valid_lens[:, None, None]
+    return (outputs * mask).sum(1) / valid_lens[:, None].to(outputs.dtype)
+""",
+)
+wrong(
+    K,
+    "first position",
+    ["first", "last real"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs[:, 0]
+""",
+)
+wrong(
+    K,
+    "detached",
+    ["gradient", "detach"],
+    """
+def final_state(outputs, valid_lens):
+    return outputs.detach()[torch.arange(outputs.shape[0]), valid_lens - 1]
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch4.q1 bahdanau_decode
+
+K = "ch4.q1"
+ok(
+    K,
+    "loop, lists, stack",
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+ok(
+    K,
+    "unbind and cat along axis 1",
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s = s_0
+    out_s, out_c, out_a = [], [], []
+    for e in embedded.unbind(1):
+        c, a = attention.attend(s[:, None, :], memory)
+        s = rnn(torch.cat((e, c[:, 0]), -1), s)
+        out_s.append(s[:, None])
+        out_c.append(c)
+        out_a.append(a)
+    return torch.cat(out_s, 1), torch.cat(out_c, 1), torch.cat(out_a, 1)
+""",
+)
+wrong(
+    K,
+    "query s_t: GRU first",
+    ["s_{t-1}", "before", "previous state"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    c = torch.zeros(s_0.shape[0], rnn.input_size - embedded.shape[-1])
+    for t in range(embedded.shape[1]):
+        s = rnn(torch.cat([embedded[:, t], c], dim=-1), s)
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        c = c.squeeze(1)
+        states.append(s)
+        contexts.append(c)
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "[c_t; e] order",
+    ["order", "[e(y_{t-1}); c_t]", "embedding first", "concat"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([c.squeeze(1), embedded[:, t]], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "query s_0 at every step",
+    ["s_0", "previous state", "s_{t-1}"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s_0.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "state detached every step",
+    ["detach", "gradient", "through time"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s.detach())
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "weights not squeezed",
+    ["squeeze", "shape"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a)
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "states s_0..s_{T-1}",
+    ["s_1", "s_0", "off by one", "one step", "shifted"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        states.append(s)
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "<bos> embedding at every step",
+    ["embedded[:, t]", "step t", "y_{t-1}", "same embedding"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, 0], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "stacked along axis 0",
+    ["axis 1", "stack", "dim=1"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states), torch.stack(contexts), torch.stack(weights)
+""",
+)
+wrong(
+    K,
+    "query without the step axis",
+    ["unsqueeze", "(batch_size, 1, num_hiddens)", "query"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s, memory)
+        s = rnn(torch.cat([embedded[:, t], c], dim=-1), s)
+        states.append(s)
+        contexts.append(c)
+        weights.append(a)
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "context not squeezed",
+    ["squeeze", "context"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c], dim=-1), s)
+        states.append(s)
+        contexts.append(c)
+        weights.append(a)
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+wrong(
+    K,
+    "attention under no_grad",
+    ["gradient", "no_grad", "detach"],
+    """
+def bahdanau_decode(embedded, s_0, memory, attention, rnn):
+    s, states, contexts, weights = s_0, [], [], []
+    for t in range(embedded.shape[1]):
+        with torch.no_grad():
+            c, a = attention.attend(s.unsqueeze(1), memory)
+        s = rnn(torch.cat([embedded[:, t], c.squeeze(1)], dim=-1), s)
+        states.append(s)
+        contexts.append(c.squeeze(1))
+        weights.append(a.squeeze(1))
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch4.q2 alignment_error_rate
+
+K = "ch4.q2"
+ok(
+    K,
+    "set operators",
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
+""",
+)
+ok(
+    K,
+    "counting loops",
+    """
+def alignment_error_rate(predicted, sure, possible):
+    a_s = sum(1 for link in predicted if link in sure)
+    a_p = sum(1 for link in predicted if link in possible)
+    return 1.0 - float(a_s + a_p) / float(len(predicted) + len(sure))
+""",
+)
+ok(
+    K,
+    "intersection methods",
+    """
+def alignment_error_rate(predicted, sure, possible):
+    A, S, P = set(predicted), set(sure), set(possible)
+    num = len(A.intersection(S)) + len(A.intersection(P))
+    return 1.0 - num / (len(A) + len(S))
+""",
+)
+wrong(
+    K,
+    "|P| in the denominator",
+    ["denominator", "|S|", "sure"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(possible))
+""",
+)
+wrong(
+    K,
+    "|A ∩ S| twice",
+    ["possible", "|A ∩ P|", "P"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - 2 * len(predicted & sure) / (len(predicted) + len(sure))
+""",
+)
+wrong(
+    K,
+    "no 1 -",
+    ["1 -", "1 minus", "lower is better", "agreement"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
+""",
+)
+wrong(
+    K,
+    "integer division",
+    ["integer division", "//"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) // (len(predicted) + len(sure))
+""",
+)
+wrong(
+    K,
+    "|A ∩ S| only",
+    ["|A ∩ P|", "possible"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - len(predicted & sure) / (len(predicted) + len(sure))
+""",
+)
+wrong(
+    K,
+    "links read as (tgt, src)",
+    ["order", "(src_index, tgt_index)", "swap"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    A = {(t, s) for s, t in predicted}
+    return 1 - (len(A & sure) + len(A & possible)) / (len(A) + len(sure))
+""",
+)
+wrong(
+    K,
+    "1 - precision",
+    ["formula", "recall", "precision"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - len(predicted & possible) / len(predicted)
+""",
+)
+wrong(
+    K,
+    "rounded",
+    ["round"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return round(1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure)), 2)
+""",
+)
+wrong(
+    K,
+    "|A ∪ S| in the denominator",
+    ["denominator", "|A| + |S|"],
+    """
+def alignment_error_rate(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / len(predicted | sure)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch5.q1 location_weights
+
+K = "ch5.q1"
+ok(
+    K,
+    "cut W_a, then masked_softmax",
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a[:num_keys].T, valid_lens)
+""",
+)
+ok(
+    K,
+    "einsum",
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(torch.einsum("bqh,kh->bqk", queries, W_a[:num_keys]), valid_lens)
+""",
+)
+ok(
+    K,
+    "F.linear, then cut the scores",
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(F.linear(queries, W_a)[..., :num_keys].contiguous(), valid_lens)
+""",
+)
+wrong(
+    K,
+    "softmax over max_len, then cut",
+    ["cut", "before the softmax", "max_len", "num_keys", "sum to 1"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    w = torch.softmax(queries @ W_a.T, dim=-1)[..., :num_keys]
+    if valid_lens is None:
+        return w
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    return w * (torch.arange(num_keys)[None, None, :] < lens)
+""",
+)
+wrong(
+    K,
+    "not cut to num_keys",
+    ["num_keys", "max_len", "cut"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a.T, valid_lens)
+""",
+)
+wrong(
+    K,
+    "last num_keys rows of W_a",
+    ["first num_keys", "W_a[:num_keys]", "rows"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a[-num_keys:].T, valid_lens)
+""",
+)
+wrong(
+    K,
+    "valid_lens ignored",
+    ["valid_lens", "mask"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return torch.softmax(queries @ W_a[:num_keys].T, dim=-1)
+""",
+)
+wrong(
+    K,
+    "W_a untransposed",
+    ["W_a.T", "transpose"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax((queries @ W_a)[..., :num_keys], valid_lens)
+""",
+)
+wrong(
+    K,
+    "softmax over dim=1",
+    ["axis", "dim"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    s = queries @ W_a[:num_keys].T
+    if valid_lens is None:
+        return torch.softmax(s, dim=1)
+    return masked_softmax(s, valid_lens)
+""",
+)
+wrong(
+    K,
+    "cut at the longest valid length",
+    ["num_keys", "longest", "max"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    n = num_keys if valid_lens is None else int(valid_lens.max())
+    w = masked_softmax(queries @ W_a[:n].T, valid_lens)
+    return F.pad(w, (0, num_keys - n))
+""",
+)
+wrong(
+    K,
+    "one query only",
+    ["several queries", "num_queries", "more than one query"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    s = (queries[:, 0] @ W_a[:num_keys].T).unsqueeze(1)
+    return masked_softmax(s, valid_lens)
+""",
+)
+wrong(
+    K,
+    "cut after masking, max_len kept without valid_lens",
+    ["num_keys", "max_len", "None"],
+    """
+def location_weights(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a.T, valid_lens)[..., :num_keys]
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch5.q2 luong_step
+
+K = "ch5.q2"
+ok(
+    K,
+    "cat and matmul",
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    c, a = c.squeeze(1), a.squeeze(1)
+    return h, torch.tanh(torch.cat([c, h], dim=-1) @ W_c.T), a
+""",
+)
+ok(
+    K,
+    "F.linear",
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h_t = rnn(torch.cat((y_emb, feed), 1), h_prev)
+    context, weights = attention.attend(h_t[:, None], memory)
+    return h_t, torch.tanh(F.linear(torch.cat((context[:, 0], h_t), 1), W_c)), weights[:, 0]
+""",
+)
+ok(
+    K,
+    "W_c split in two",
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    E = c.shape[-1]
+    ht = torch.tanh(c.squeeze(1) @ W_c[:, :E].T + h @ W_c[:, E:].T)
+    return h, ht, a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "attends with h_prev",
+    ["h_t", "h_prev", "new state", "after the RNN", "h_{t-1}"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    c, a = attention.attend(h_prev.unsqueeze(1), memory)
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "feeds h_prev instead of feed",
+    ["feed", "h̃_{t-1}", "input feeding"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, h_prev], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "[h_t; c_t] order",
+    ["[c_t; h_t]", "order"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([h, c.squeeze(1)], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "[feed; y_emb] order",
+    ["[e(y_{t-1}); h̃_{t-1}]", "order", "y_emb first"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([feed, y_emb], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "no tanh",
+    ["tanh"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T, a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "returns (h̃_t, h_t, a_t)",
+    ["order", "h_t, h̃_t", "swapped"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), h, a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "a_t not squeezed",
+    ["squeeze", "shape", "a_t"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), a
+""",
+)
+wrong(
+    K,
+    "W_c untransposed",
+    ["W_c.T", "transpose"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "h_t detached",
+    ["detach", "gradient"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev).detach()
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+wrong(
+    K,
+    "h̃ from [c_t; h_prev]",
+    ["h_t", "h_prev", "h_{t-1}"],
+    """
+def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h = rnn(torch.cat([y_emb, feed], dim=-1), h_prev)
+    c, a = attention.attend(h.unsqueeze(1), memory)
+    return h, torch.tanh(torch.cat([c.squeeze(1), h_prev], dim=-1) @ W_c.T), a.squeeze(1)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch5.q3 local_p_weights
+
+LOCAL = """
+def local_p_weights(scores, centres, window, valid_lens):
+    K = scores.shape[-1]
+    s = torch.arange(K, dtype=scores.dtype)[None, None, :]
+    p = {centre}
+    inside = {inside}
+    inside = inside & (torch.arange(K)[None, None, :] < valid_lens[:, None, None])
+    {align}
+    sigma = {sigma}
+    return align * torch.exp(-((s - p) ** 2) / {denominator}){tail}
+"""
+ALIGN = "align = torch.softmax(scores.masked_fill(~inside, torch.finfo(scores.dtype).min), dim=-1) * inside"
+
+
+def local(
+    centre="centres[:, :, None]",
+    inside="(s - p).abs() <= window",
+    align=ALIGN,
+    sigma="window / 2",
+    denominator="(2 * sigma**2)",
+    tail="",
+) -> str:
+    return (
+        LOCAL.replace("{centre}", centre)
+        .replace("{inside}", inside)
+        .replace("{align}", align)
+        .replace("{sigma}", sigma)
+        .replace("{denominator}", denominator)
+        .replace("{tail}", tail)
+    )
+
+
+K = "ch5.q3"
+ok(K, "finfo.min fill, times the window mask", local())
+ok(K, "two-sided comparison", local(inside="(s >= p - window) & (s <= p + window)"))
+ok(
+    K,
+    "loop with integer bounds",
+    """
+def local_p_weights(scores, centres, window, valid_lens):
+    B, Q, K = scores.shape
+    out = torch.zeros_like(scores)
+    sigma = window / 2
+    for b in range(B):
+        for q in range(Q):
+            p = float(centres[b, q])
+            lo = max(0, math.ceil(p - window))
+            hi = min(int(valid_lens[b]) - 1, math.floor(p + window))
+            if lo > hi:
+                continue
+            align = torch.softmax(scores[b, q, lo:hi + 1], dim=-1)
+            pos = torch.arange(lo, hi + 1, dtype=scores.dtype)
+            out[b, q, lo:hi + 1] = align * torch.exp(-((pos - p) ** 2) / (2 * sigma**2))
+    return out
+""",
+)
+wrong(K, "centres rounded", ["round", "real", "p_t"], local(centre="centres.round()[:, :, None]"))
+wrong(
+    K,
+    "renormalised after the Gaussian",
+    ["renormal", "sum"],
+    local(
+        tail=" / (align * torch.exp(-((s - p) ** 2) / (2 * sigma**2))).sum(-1, keepdim=True).clamp_min(1e-30)"
+    ),
+)
+wrong(K, "sigma = D", ["sigma", "D / 2", "D/2"], local(sigma="window"))
+wrong(
+    K,
+    "window edges excluded",
+    ["edge", "<= D", "p_t + D", "p_t - D", "inclusive", "window"],
+    local(inside="(s - p).abs() < window"),
+)
+wrong(
+    K,
+    "softmax over every position",
+    ["inside the window", "window", "softmax"],
+    local(align="align = masked_softmax(scores, valid_lens) * inside"),
+)
+wrong(
+    K,
+    "valid_lens ignored",
+    ["valid_lens", "sentence", "padding", "real positions"],
+    """
+def local_p_weights(scores, centres, window, valid_lens):
+    K = scores.shape[-1]
+    s = torch.arange(K, dtype=scores.dtype)[None, None, :]
+    p = centres[:, :, None]
+    inside = (s - p).abs() <= window
+    align = torch.softmax(scores.masked_fill(~inside, torch.finfo(scores.dtype).min), dim=-1) * inside
+    return align * torch.exp(-((s - p) ** 2) / (2 * (window / 2) ** 2))
+""",
+)
+wrong(K, "sigma^2 without the 2", ["2 sigma", "2σ", "2 * sigma", "sigma"], local(denominator="sigma**2"))
+wrong(K, "window of total width D", ["window", "D"], local(inside="(s - p).abs() <= window / 2"))
+wrong(K, "no window", ["window", "outside"], local(inside="torch.ones_like(s - p, dtype=torch.bool)"))
+wrong(
+    K,
+    "unstabilised exp",
+    ["overflow", "large", "stabil", "max"],
+    local(align="e = torch.exp(scores) * inside\n    align = e / e.sum(-1, keepdim=True).clamp_min(1e-30)"),
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch6.q1 greedy_decode
+
+GREEDY = """
+def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    batch_size = src.shape[0]
+    y = torch.full((batch_size,), bos, dtype=torch.long)
+    done = torch.zeros(batch_size, dtype=torch.bool)
+    out = [[] for _ in range(batch_size)]
+    for _ in range({steps}):
+        logits, state, _ = model.decoder.step({feed}, state)
+        y = logits.argmax({dim})
+        for i in range(batch_size):
+            if not done[i]{keep}:
+                out[i].append(int(y[i]))
+        done = done | (y == eos)
+        {stop}
+    return {result}
+"""
+
+
+def greedy(
+    steps="max_len",
+    feed="y",
+    dim="dim=-1",
+    keep=" and y[i] != eos",
+    stop="if done.all():\n            break",
+    result="out",
+) -> str:
+    return (
+        GREEDY.replace("{steps}", steps)
+        .replace("{feed}", feed)
+        .replace("{dim}", dim)
+        .replace("{keep}", keep)
+        .replace("{stop}", stop)
+        .replace("{result}", result)
+    )
+
+
+K = "ch6.q1"
+ok(K, "finished flags, stop when all are done", greedy())
+ok(
+    K,
+    "run max_len steps, then cut at the first <eos>",
+    """
+def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    y = torch.full((src.shape[0],), bos, dtype=torch.long)
+    steps = []
+    for _ in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(-1)
+        steps.append(y)
+    tokens = torch.stack(steps, 1).tolist()
+    return [row[: row.index(eos)] if eos in row else row for row in tokens]
+""",
+)
+wrong(
+    K,
+    "whole batch stops at the first <eos>",
+    ["own <eos>", "each sentence", "stops", "other sentences"],
+    greedy(
+        keep="",
+        stop="if (y == eos).any():\n            break",
+        result="[[t for t in row if t != eos] for row in out]",
+    ),
+)
+wrong(K, "<eos> kept", ["<eos>", "without"], greedy(keep=""))
+wrong(K, "<bos> kept", ["<bos>"], greedy(result="[[bos] + row for row in out]"))
+wrong(
+    K,
+    "never stops",
+    ["<eos>", "stop"],
+    greedy(keep="", stop="", result="[[t for t in row] for row in out]").replace(
+        "if not done[i]:", "if True:"
+    ),
+)
+wrong(K, "max_len - 1 steps", ["max_len", "off by one", "steps", "one token"], greedy(steps="max_len - 1"))
+wrong(
+    K,
+    "feeds <bos> at every step",
+    ["feed", "y_prev", "back"],
+    greedy(feed="torch.full((batch_size,), bos, dtype=torch.long)"),
+)
+wrong(K, "argmax over the batch", ["axis", "dim", "argmax"], greedy(dim="dim=0"))
+wrong(
+    K,
+    "returns a tensor",
+    ["list"],
+    greedy(result="torch.tensor([row + [eos] * (max_len - len(row)) for row in out])"),
+)
+wrong(
+    K,
+    "pads finished sentences with <eos>",
+    ["<eos>", "without", "stop"],
+    greedy(keep="", stop="")
+    .replace("if not done[i]:", "if True:")
+    .replace("out[i].append(int(y[i]))", "out[i].append(eos if done[i] else int(y[i]))"),
+)
+wrong(
+    K,
+    "init_state on src",
+    ["encode", "init_state"],
+    greedy().replace(
+        "model.decoder.init_state(model.encode(src, src_valid_lens))", "model.decoder.init_state(src)"
+    ),
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch6.q2 beam_step
+
+K = "ch6.q2"
+ok(
+    K,
+    "flatten and topk",
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    total = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1)
+    scores, index = total.topk(beam_size, dim=-1)
+    return scores, index // V, index % V
+""",
+)
+ok(
+    K,
+    "sort, then slice, floor division",
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    V = log_probs.size(-1)
+    total = (beam_scores[:, :, None] + log_probs).flatten(1)
+    scores, index = total.sort(dim=-1, descending=True)
+    index = index[:, :beam_size]
+    return scores[:, :beam_size], torch.div(index, V, rounding_mode="floor"), torch.remainder(index, V)
+""",
+)
+ok(
+    K,
+    "loop over sentences",
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    V = log_probs.shape[-1]
+    rows = [torch.topk((beam_scores[b, :, None] + log_probs[b]).reshape(-1), beam_size)
+            for b in range(log_probs.shape[0])]
+    scores = torch.stack([r.values for r in rows])
+    index = torch.stack([r.indices for r in rows])
+    return scores, index // V, index % V
+""",
+)
+wrong(
+    K,
+    "best token of each beam",
+    ["over all beams", "all beams", "flatten", "per beam", "each beam"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    best, tokens = (beam_scores.unsqueeze(-1) + log_probs).max(-1)
+    scores, beams = best.sort(-1, descending=True)
+    return scores, beams, tokens.gather(1, beams)
+""",
+)
+wrong(
+    K,
+    "beam and token swapped",
+    ["//", "%", "swapped", "beam and token"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size)
+    return scores, index % V, index // V
+""",
+)
+wrong(
+    K,
+    "index // beam_size",
+    ["vocab_size", "divide", "//"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size)
+    return scores, index // beam_size, index % beam_size
+""",
+)
+wrong(
+    K,
+    "beam_scores ignored",
+    ["beam_scores", "prefix"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = log_probs.reshape(B, -1).topk(beam_size)
+    return scores, index // V, index % V
+""",
+)
+wrong(
+    K,
+    "scores multiplied",
+    ["add", "sum", "log"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) * log_probs).reshape(B, -1).topk(beam_size)
+    return scores, index // V, index % V
+""",
+)
+wrong(
+    K,
+    "smallest scores",
+    ["smallest", "largest", "best"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size, largest=False)
+    return scores, index // V, index % V
+""",
+)
+wrong(
+    K,
+    "worst first",
+    ["best first", "order", "sorted"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size)
+    return scores.flip(-1), index.flip(-1) // V, index.flip(-1) % V
+""",
+)
+wrong(
+    K,
+    "true division",
+    ["long", "integer", "dtype"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size)
+    return scores, index / V, index % V
+""",
+)
+wrong(
+    K,
+    "flattened vocab-major",
+    ["reshape", "flatten", "order", "transpose"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, K, V = log_probs.shape
+    total = (beam_scores.unsqueeze(-1) + log_probs).transpose(1, 2).reshape(B, -1)
+    scores, index = total.topk(beam_size)
+    return scores, index // V, index % V
+""",
+)
+wrong(
+    K,
+    "returns (beams, tokens, scores)",
+    ["order"],
+    """
+def beam_step(beam_scores, log_probs, beam_size):
+    B, _, V = log_probs.shape
+    scores, index = (beam_scores.unsqueeze(-1) + log_probs).reshape(B, -1).topk(beam_size)
+    return index // V, index % V, scores
+""",
+)
