@@ -628,7 +628,7 @@ proj_keys, values, valid_lens = memory
 q = self.W_q(queries)
 rows = []
 for j in range(q.shape[1]):
-    rows.append(self.w_v(torch.tanh(q[:, j:j + 1, :] + proj_keys)).squeeze(-1))
+    rows.append(self.w_v(torch.tanh(q[:, j:j + 1, :] + proj_keys)).squeeze(-1).unsqueeze(1))
 weights = masked_softmax(torch.cat(rows, dim=1), valid_lens)
 return weights @ values, weights
 """,
