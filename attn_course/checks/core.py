@@ -513,9 +513,11 @@ class Exercise:
             return self._result(FAILED, f"only {len(attempts)} of {len(cases)} cases were run")
         if attempts and all(a.get("status") == NOT_ATTEMPTED for a in attempts):
             return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
-        passed, problems = 0, []
+        passed, problems, matches = 0, [], []
         for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
-            problem = self._judge_case(case, att)
+            expected = self._reference(_clone(case.inputs)) if att.get("status") == "ok" else None
+            problem = self._judge_case(case, att, expected)
+            matches.append(self._matching_mistakes(case, att, expected))
             if problem is None:
                 passed += 1
             else:
@@ -527,8 +529,13 @@ class Exercise:
                 passed,
                 len(cases),
             )
-        # The most specific diagnosis wins: a named mistake, then a known error, then the first difference.
-        _, _, problem, case = min(problems, key=lambda p: p[:2])
+        named = self._diagnosis(matches)
+        if named is not None:
+            hint, index = named
+            problem, case = self.mistakes[hint].hint, cases[index]
+        else:
+            # A known error, then the first difference (an input changed in place counts as a known error).
+            _, _, problem, case = min(problems, key=lambda p: p[:2])
         return self._result(
             FAILED,
             f"{problem}\nFailing case: {case.label}. ({passed} of {len(cases)} cases pass.)",
@@ -536,8 +543,55 @@ class Exercise:
             len(cases),
         )
 
-    def _judge_case(self, case: Case, att: Mapping[str, Any]) -> tuple[int, str] | None:
-        """None if the case passes, else (priority, message): 0 a named mistake, 1 a known error, 2 other."""
+    def _matching_mistakes(self, case: Case, att: Mapping[str, Any], expected: Any) -> dict[int, bool] | None:
+        """For each mistake that makes a difference on this case: True if the learner's output is its output,
+        False if the learner got this case right. None when the attempt gave no output to compare."""
+        if att.get("status") != "ok":
+            return None
+        got = att.get("output")
+        right_here = compare(expected, got, case.names) is None
+        found: dict[int, bool] = {}
+        for index, mistake in enumerate(self.mistakes):
+            try:
+                wrong = mistake.variant(_clone(case.inputs))
+            except Exception:  # a variant that cannot run on these inputs does not apply
+                continue
+            if wrong is None or compare(expected, wrong, case.names) is None:
+                continue
+            if right_here:
+                found[index] = False
+            elif compare(wrong, got, case.names) is None:
+                found[index] = True
+        return found
+
+    def _diagnosis(self, matches: Sequence[dict[int, bool] | None]) -> tuple[int, int] | None:
+        """The known mistake the failing cases point to, and the case to show: (mistake, case) or None.
+
+        The most informative failing case wins: one where the learner's output is that of exactly one known
+        mistake, not a degenerate case where several mistakes give the same output. Among the mistakes so
+        found, the one most cases agree on; a mistake is ruled out if the learner got right at least as many
+        cases where it would make a difference as it matches.
+        """
+        agree: dict[int, list[int]] = {}
+        alone: dict[int, list[int]] = {}
+        against: dict[int, int] = {}
+        for n, found in enumerate(matches):
+            hits = [i for i, hit in (found or {}).items() if hit]
+            for i, hit in (found or {}).items():
+                if not hit:
+                    against[i] = against.get(i, 0) + 1
+            for i in hits:
+                agree.setdefault(i, []).append(n)
+                if len(hits) == 1:
+                    alone.setdefault(i, []).append(n)
+        candidates = [i for i in agree if len(agree[i]) > against.get(i, 0)]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda i: (i in alone, len(agree[i]) - against.get(i, 0), -i))
+        return best, (alone.get(best) or agree[best])[0]
+
+    def _judge_case(self, case: Case, att: Mapping[str, Any], expected: Any) -> tuple[int, str] | None:
+        """None if the case passes, else (priority, message): 1 a known error, 2 other."""
         if att.get("status") == "error":
             error = att.get("error") or {}
             text = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
@@ -553,19 +607,8 @@ class Exercise:
             )
         if att.get("status") != "ok":
             return 2, "The attempt returned nothing that can be judged."
-        expected = self._reference(_clone(case.inputs))
-        got = att.get("output")
-        difference = compare(expected, got, case.names)
+        difference = compare(expected, att.get("output"), case.names)
         if difference is not None:
-            for mistake in self.mistakes:
-                try:
-                    wrong = mistake.variant(_clone(case.inputs))
-                except Exception:  # a variant that cannot run on these inputs does not apply
-                    continue
-                if wrong is None or compare(expected, wrong, case.names) is None:
-                    continue
-                if compare(wrong, got, case.names) is None:
-                    return 0, mistake.hint
             return 2, difference[0].upper() + difference[1:] + "."
         for name, before in case.inputs.items():
             if isinstance(before, torch.Tensor):
