@@ -704,10 +704,9 @@ return torch.bmm(weights, values), weights
 """,
     ),
 )
-wrong(
+ok(
     K,
-    "broadcast the wrong way round",
-    ["shape", "unsqueeze", "broadcast", "transpos"],
+    "keys-first broadcast, transposed back",
     additive(
         PREPARE,
         """
@@ -1764,10 +1763,9 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     return masked_softmax(s, valid_lens)
 """,
 )
-wrong(
+ok(
     K,
-    "cut at the longest valid length",
-    ["num_keys", "longest", "max"],
+    "scores up to the longest valid length, zero-padded to num_keys",
     """
 def location_weights(queries, W_a, num_keys, valid_lens=None):
     n = num_keys if valid_lens is None else int(valid_lens.max())
@@ -1991,9 +1989,9 @@ def local_p_weights(scores, centres, window, valid_lens):
     sigma = window / 2
     for b in range(B):
         for q in range(Q):
-            p = float(centres[b, q])
-            lo = max(0, math.ceil(p - window))
-            hi = min(int(valid_lens[b]) - 1, math.floor(p + window))
+            p = centres[b, q]
+            lo = max(0, math.ceil(float(p) - window))
+            hi = min(int(valid_lens[b]) - 1, math.floor(float(p) + window))
             if lo > hi:
                 continue
             align = torch.softmax(scores[b, q, lo:hi + 1], dim=-1)
