@@ -89,6 +89,7 @@ def sequence_mask(X, valid_len, value=0):
         {"seed": 3, "shape": [3, 4], "dtype": "int64", "valid_len": [0, 2, 4], "value": -1},
         {"seed": 4, "shape": [2, 1], "dtype": "float64", "valid_len": [1, 0], "value": 0},
         {"seed": 5, "shape": [2, 3, 2, 2], "dtype": "float16", "valid_len": [3, 1], "value": 7},
+        {"seed": 6, "shape": [3, 5], "valid_len": [2, 0, 3], "value": 0},
     ],
     build=_sequence_mask_case,
     call=lambda answer, i: answer(i["X"], i["valid_len"], i["value"]),
@@ -122,12 +123,18 @@ def sequence_mask(X, valid_len, value=0):
             "The `value` argument was ignored: padded positions must be set to `value`, not to 0.",
             _sequence_mask_variant(lambda j, n: j < n, use_value=False),
         ),
+        Mistake(
+            "Every row was cut at the first row's valid length: row i has its own length, `valid_len[i]`; "
+            "compare the positions with the column `valid_len[:, None]`.",
+            lambda i: _sequence_mask_variant(lambda j, n: j < n[:1])(i),
+        ),
     ],
     error_hints=[
         ErrorHint(
             r"shape mismatch|must match the size|cannot be broadcast|shape .* is invalid",
-            "The (batch_size, maxlen) mask does not broadcast against X. For X with trailing axes, "
-            "reshape it to (batch_size, maxlen, 1, ..., 1) first.",
+            "The mask does not broadcast against X. Build it over all maxlen positions, "
+            "`torch.arange(X.shape[1])` (not up to the longest valid length: a batch may have no row at "
+            "full length), and for X with trailing axes reshape it to (batch_size, maxlen, 1, ..., 1).",
         ),
     ],
     package=["attn_course.masking.sequence_mask"],
@@ -139,7 +146,7 @@ def _masked_softmax_case(spec: dict[str, Any]) -> Case:
     b, q, k = (spec_size(spec, n) for n in ("batch_size", "num_queries", "num_keys"))
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be floating, got {spec['dtype']}")
-    scores = seeded_randn((b, q, k), gen, dtype, scale=2.0)
+    scores = seeded_randn((b, q, k), gen, dtype, scale=spec["scale"])
     form = spec["valid_lens"]
     shape = (b, q) if spec["per_query"] else (b,)
     lens = spec_lengths(form, shape, k, gen, "valid_lens")
@@ -147,7 +154,8 @@ def _masked_softmax_case(spec: dict[str, Any]) -> Case:
     grad = bool(spec["grad"])
     if grad:
         inputs["probe"] = seeded_randn((b, q, k), gen, torch.float32)
-    label = f"scores of shape {(b, q, k)} and dtype {spec['dtype']}, {lens_text(lens)}" + (
+    size = f", scores up to {scores.abs().max().item():.0f} in size" if spec["scale"] > 2 else ""
+    label = f"scores of shape {(b, q, k)} and dtype {spec['dtype']}, {lens_text(lens)}{size}" + (
         ", with the gradient of the weights" if grad else ""
     )
     names = ("the weights", "the gradient with respect to the scores") if grad else "the weights"
@@ -161,6 +169,13 @@ def _masked_softmax_call(fn: Callable, inputs: dict[str, Any]) -> Any:
     weights = fn(scores, inputs["valid_lens"])
     (gradient,) = torch.autograd.grad((weights.float() * inputs["probe"]).sum(), scores)
     return weights, gradient
+
+
+def _unstabilised_softmax(scores: torch.Tensor, lens: torch.Tensor | None) -> torch.Tensor:
+    """exp(scores) / sum exp(scores) over the real keys, without subtracting the max first."""
+    keep = keep_mask(lens, scores.shape[1], scores.shape[2])
+    e = torch.exp(scores) if keep is None else torch.exp(scores) * keep
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
 
 
 def _masked_softmax_variant(fn: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]):
@@ -204,6 +219,7 @@ def masked_softmax(scores, valid_lens=None):
         "valid_lens": "random",
         "per_query": False,
         "grad": False,
+        "scale": 2.0,
     },
     specs=[
         {"seed": 11, "valid_lens": None},
@@ -228,6 +244,15 @@ def masked_softmax(scores, valid_lens=None):
             "per_query": True,
         },
         {"seed": 18, "num_queries": 2, "num_keys": 4, "valid_lens": [0, 3], "grad": True},
+        {"seed": 19, "valid_lens": [4, 2], "scale": 100.0},
+        {
+            "seed": 20,
+            "num_keys": 4,
+            "dtype": "float16",
+            "valid_lens": [[3, 1, 2], [2, 0, 3]],
+            "per_query": True,
+            "scale": 12.0,
+        },
     ],
     build=_masked_softmax_case,
     call=_masked_softmax_call,
@@ -285,6 +310,29 @@ def masked_softmax(scores, valid_lens=None):
                     resolve("attn_course.masking.masked_softmax")(s.float(), n)
                     if s.dtype in (torch.float16, torch.bfloat16)
                     else None
+                )
+            ),
+        ),
+        Mistake(
+            "Large scores overflow: `torch.exp` of a score above about 88 (float32) or 11 (float16) is inf, "
+            "and inf / inf is NaN. Subtract each row's max before `exp` (that is what `F.softmax` does), or "
+            "use `F.softmax` on the filled scores.",
+            _masked_softmax_variant(_unstabilised_softmax),
+        ),
+        Mistake(
+            "Off by one: one key too many gets weight. Key `valid_lens` itself is already padding (keys "
+            "0 .. valid_lens-1 are real), so keep `j < valid_lens`, not `j <= valid_lens`.",
+            _masked_softmax_variant(
+                lambda s, n: None if n is None else finite_masked_softmax(s, n, dim=-1, extra=1)
+            ),
+        ),
+        Mistake(
+            "The padded scores were set to 0 (e.g. `scores * mask`), and a score of 0 still gets weight "
+            "after the softmax. Fill them with a very negative number (`torch.finfo(scores.dtype).min`) "
+            "before the softmax, then zero the padded weights.",
+            _masked_softmax_variant(
+                lambda s, n: (
+                    None if n is None else F.softmax(s * keep_mask(n, s.shape[1], s.shape[2]), dim=-1)
                 )
             ),
         ),

@@ -25,6 +25,7 @@ from attn_course.checks.inputs import (
     spec_generator,
     spec_lengths,
     spec_size,
+    with_gradients,
 )
 
 
@@ -56,6 +57,7 @@ def _attention_case(
 
 _ATTENTION_DEFAULTS = {
     "seed": 0,
+    "grad": False,
     "batch_size": 2,
     "num_queries": 3,
     "num_keys": 5,
@@ -82,7 +84,15 @@ def _dot_attention(
     scores = torch.bmm(k, q.transpose(1, 2)) if transposed else torch.bmm(q, k.transpose(1, 2))
     d = q.shape[-1]
     scores = (
-        scores / {"sqrt_d": math.sqrt(d), "d": d, "none": 1.0, "sqrt_keys": math.sqrt(k.shape[1])}[divisor]
+        scores
+        / {
+            "sqrt_d": math.sqrt(d),
+            "d": d,
+            "none": 1.0,
+            "sqrt_keys": math.sqrt(k.shape[1]),
+            "sqrt_values": math.sqrt(inputs["values"].shape[-1]),
+            "sqrt_queries": math.sqrt(q.shape[1]),
+        }[divisor]
     )
     if mask == "none":
         weights = F.softmax(scores, dim=dim)
@@ -169,6 +179,7 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             "dtype": "float64",
             "valid_lens": [0, 3],
         },
+        {"seed": 126, "valid_lens": [3, 0], "grad": True},
     ],
     build=lambda spec: _attention_case(spec, scale=1.5),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["values"], i["valid_lens"]),
@@ -210,10 +221,25 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             "The context averages the keys; it must average the values: `weights @ values`.",
             lambda i: _dot_attention(i, weigh="keys"),
         ),
+        Mistake(
+            "You scaled by sqrt(value_size); d is the size of the query and key vectors, "
+            "`queries.shape[-1]`, not the size of the values.",
+            lambda i: _dot_attention(i, divisor="sqrt_values"),
+        ),
+        Mistake(
+            "You scaled by sqrt(num_queries); d is the size of the query and key vectors, "
+            "`queries.shape[-1]`, not the number of queries (axis 1).",
+            lambda i: _dot_attention(i, divisor="sqrt_queries"),
+        ),
+        Mistake(
+            "The two results are in the wrong order: return `(context, weights)`, the context first.",
+            lambda i: _dot_attention(i)[::-1],
+        ),
     ],
     error_hints=[_BMM_HINT],
     package=["attn_course.attention.DotProductAttention", "attn_course.scoring.dot_scores"],
 )
+with_gradients(SCALED_DOT_PRODUCT, ("queries", "keys", "values"))
 
 
 def _additive_case(spec: dict[str, Any]) -> Case:
@@ -229,7 +255,12 @@ def _additive_case(spec: dict[str, Any]) -> Case:
         "w_v.weight": seeded_randn((1, h), gen, dtype, 0.5),
     }
     inputs = dict(case.inputs, params=params)
-    label = f"{case.label}, num_hiddens {h}, one attend call per query (decoder step)"
+    per_call = spec_size(spec, "queries_per_call")
+    inputs["queries_per_call"] = per_call
+    calls = (
+        "one attend call per query (decoder step)" if per_call == 1 else f"{per_call} queries per attend call"
+    )
+    label = f"{case.label}, num_hiddens {h}, {calls}"
     return Case(label, inputs, spec, case.names)
 
 
@@ -240,10 +271,16 @@ def _additive_call(cls: Any, inputs: dict[str, Any]) -> tuple[torch.Tensor, torc
     (h, ks), qs = params["W_k.weight"].shape, params["W_q.weight"].shape[1]
     attention = cls(ks, qs, h).to(params["W_k.weight"].dtype)
     attention.load_state_dict(params)
-    queries = inputs["queries"]
+    queries, per_call = inputs["queries"], inputs["queries_per_call"]
     memory = attention.prepare(inputs["keys"], inputs["values"], inputs["valid_lens"])
-    steps = [attention.attend(queries[:, t : t + 1], memory) for t in range(queries.shape[1])]
+    # A second source prepared before the first is attended to: `attend` must read its own memory.
+    attention.prepare(inputs["keys"][:, :1], inputs["values"][:, :1], None)
+    steps = [
+        attention.attend(queries[:, t : t + per_call], memory) for t in range(0, queries.shape[1], per_call)
+    ]
     contexts, weights = (torch.cat([step[j] for step in steps], 1) for j in (0, 1))
+    if inputs.get("gradient"):  # poisoning W_k in place would break the gradient's backward pass
+        return contexts, weights, False
     with torch.no_grad():
         for p in attention.parameters():
             if p is attention.W_k.weight:
@@ -297,6 +334,15 @@ def _additive_variant(
     return torch.bmm(weights, inputs["values"]), weights, uses_wk
 
 
+def _additive_first_query_per_call(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, bool] | None:
+    """The reference, if `attend` answered only the first query of each call."""
+    per_call = inputs["queries_per_call"]
+    if per_call == 1:
+        return None
+    firsts = dict(inputs, queries=inputs["queries"][:, ::per_call])
+    return _additive_reference(firsts)
+
+
 ADDITIVE_ATTENTION = Exercise(
     "ch2.q2",
     "AdditiveAttention",
@@ -348,7 +394,7 @@ class AdditiveAttention(nn.Module):
     covers="attend called once per decoder step; W_k used only in prepare; valid_lens None and "
     "(batch_size,); "
     "rows of valid length 0; one key; query, key, value and hidden sizes all different; float64",
-    defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=7),
+    defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=7, queries_per_call=1),
     specs=[
         {"seed": 31, "valid_lens": None},
         {"seed": 32, "num_queries": 4, "valid_lens": [3, 0]},
@@ -364,6 +410,8 @@ class AdditiveAttention(nn.Module):
             "valid_lens": [6, 1, 4],
         },
         {"seed": 34, "num_queries": 2, "num_keys": 1, "dtype": "float64", "valid_lens": [1, 1]},
+        {"seed": 135, "valid_lens": [4, 2], "grad": True},
+        {"seed": 136, "num_queries": 4, "valid_lens": [2, 4], "queries_per_call": 2},
     ],
     build=_additive_case,
     call=_additive_call,
@@ -402,13 +450,27 @@ class AdditiveAttention(nn.Module):
             "gives every key weight 1. Normalise over the keys (the last axis).",
             lambda i: _additive_variant(i, dim=1),
         ),
+        Mistake(
+            "`attend` answered only the first of several queries: queries is (batch_size, num_queries, "
+            "query_size), and each query needs its own context and weights.",
+            _additive_first_query_per_call,
+        ),
+        Mistake(
+            "`attend` used the memory of the last `prepare` call, not the memory it was given: keep "
+            "nothing on `self` in `prepare`; return the projected keys, the values and valid_lens, and "
+            "read them from `memory` in `attend`.",
+            lambda i: _additive_reference(
+                dict(i, keys=i["keys"][:, :1], values=i["values"][:, :1], valid_lens=None)
+            ),
+        ),
     ],
     error_hints=[
         ErrorHint(
             r"must match the size of tensor|scores has shape \(\d+, \d+\), expected 3 dimensions",
             "W_q q is (batch, num_queries, num_hiddens) and W_k k is (batch, num_keys, num_hiddens): "
             "to add every query to every key, give them axes to broadcast over, "
-            "`[:, :, None, :]` and `[:, None, :, :]`.",
+            "`[:, :, None, :]` and `[:, None, :, :]`; and squeeze only the last axis of w_v's output, "
+            "`.squeeze(-1)` (a bare `.squeeze()` also drops an axis of size 1).",
         ),
         ErrorHint(
             r"Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|size mismatch for",
@@ -418,6 +480,7 @@ class AdditiveAttention(nn.Module):
     ],
     package=["attn_course.attention.AdditiveAttention"],
 )
+with_gradients(ADDITIVE_ATTENTION, ("queries", "keys", "values"))
 
 
 def _scores_case(spec: dict[str, Any], weights: Callable[[dict, torch.Generator, torch.dtype], dict]) -> Case:
@@ -447,6 +510,19 @@ def _general_variant(
     if softmax:
         scores = F.softmax(scores, dim=-1)
     return scores.transpose(1, 2) if swap_axes else scores
+
+
+_FIRST_QUERY = (
+    "Only the first query was scored: queries is (batch_size, num_queries, query_size), and every query "
+    "gets its own row of scores."
+)
+
+
+def _first_query_only(inputs: dict[str, Any], scores: Callable[[dict[str, Any]], Any]) -> Any:
+    """The scores of the first query alone, where the case has several."""
+    if inputs["queries"].shape[1] == 1:
+        return None
+    return scores(dict(inputs, queries=inputs["queries"][:, :1]))
 
 
 _SOFTMAX_SCORES = (
@@ -483,6 +559,7 @@ def general_scores(queries, keys, W_a):
         {"seed": 41},
         {"seed": 42, "num_queries": 2, "num_keys": 4, "query_size": 3, "key_size": 3},
         {"seed": 43, "batch_size": 3, "num_queries": 1, "num_keys": 1, "dtype": "float64"},
+        {"seed": 144, "grad": True},
     ],
     build=lambda spec: _scores_case(
         spec, lambda s, g, d: {"W_a": seeded_randn((s["query_size"], s["key_size"]), g, d)}
@@ -505,17 +582,24 @@ def general_scores(queries, keys, W_a):
         ),
         Mistake(_SOFTMAX_SCORES, lambda i: _general_variant(i, softmax=True)),
         Mistake(_TRANSPOSED_SCORES, lambda i: _general_variant(i, swap_axes=True)),
+        Mistake(
+            "You applied tanh to the scores: Luong's general score is the raw qᵀ W_a k, with no "
+            "non-linearity.",
+            lambda i: torch.tanh(_general_variant(i)),
+        ),
+        Mistake(_FIRST_QUERY, lambda i: _first_query_only(i, _general_variant)),
     ],
     error_hints=[
         ErrorHint(
             r"mat1 and mat2 shapes|size mismatch|must match the size|Expected size for first two",
             "W_a is (query_size, key_size): W_a k for a batch of keys is `keys @ W_a.T` (batch_size, "
             "num_keys, query_size), which then meets the queries in "
-            "`torch.bmm(queries, ....transpose(1, 2))`.",
+            "`torch.bmm(queries, ....transpose(1, 2))`: every query with every key.",
         ),
     ],
     package=["attn_course.scoring.general_scores"],
 )
+with_gradients(GENERAL_SCORES, ("queries", "keys", "W_a"))
 
 
 def _concat_variant(
@@ -575,6 +659,7 @@ def concat_scores(queries, keys, W_a, v_a):
         {"seed": 51, "num_queries": 2, "num_keys": 6},
         {"seed": 52, "num_queries": 3, "num_keys": 3, "query_size": 4, "key_size": 4},
         {"seed": 53, "batch_size": 1, "num_queries": 2, "num_keys": 1, "dtype": "float64"},
+        {"seed": 154, "grad": True},
     ],
     build=lambda spec: _scores_case(
         spec,
@@ -602,11 +687,22 @@ def concat_scores(queries, keys, W_a, v_a):
         ),
         Mistake(_SOFTMAX_SCORES, lambda i: _concat_variant(i, softmax=True)),
         Mistake(_TRANSPOSED_SCORES, lambda i: _concat_variant(i, swap_axes=True)),
+        Mistake(_FIRST_QUERY, lambda i: _first_query_only(i, _concat_variant)),
+        Mistake(
+            "`.squeeze()` without an axis also dropped an axis of size 1 (the batch, the queries or the "
+            "keys): squeeze only the last axis, `.squeeze(-1)`.",
+            lambda i: (
+                _concat_variant(i).squeeze()
+                if _concat_variant(i).squeeze().shape != _concat_variant(i).shape
+                else None
+            ),
+        ),
     ],
     error_hints=[
         ErrorHint(
             r"Sizes of tensors must match except in dimension",
-            "torch.cat needs both halves shaped alike except in the last axis: expand the queries to "
+            "Pair every query with every key. torch.cat needs both halves shaped alike except in the last "
+            "axis: expand the queries to "
             "(batch, num_queries, num_keys, query_size) and the keys to (batch, num_queries, num_keys, "
             "key_size) first.",
         ),
@@ -619,3 +715,4 @@ def concat_scores(queries, keys, W_a, v_a):
     ],
     package=["attn_course.scoring.concat_scores"],
 )
+with_gradients(CONCAT_SCORES, ("queries", "keys", "W_a", "v_a"))

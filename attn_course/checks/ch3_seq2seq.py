@@ -13,7 +13,14 @@ import torch
 from torch.nn import functional as F
 
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import seeded_randn, spec_dtype, spec_generator, spec_lengths, spec_size
+from attn_course.checks.inputs import (
+    seeded_randn,
+    spec_dtype,
+    spec_generator,
+    spec_lengths,
+    spec_size,
+    with_gradients,
+)
 
 
 def _cross_entropy_case(spec: dict[str, Any]) -> Case:
@@ -92,6 +99,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     "and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 3,
         "num_steps": 5,
         "vocab_size": 7,
@@ -117,6 +125,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
             "tgt_valid_lens": [2, 5, 1, 3],
             "padding_labels": "any",
         },
+        {"seed": 164, "grad": True},
     ],
     build=_cross_entropy_case,
     call=lambda answer, i: answer(i["logits"], i["tgt_out"], i["tgt_valid_lens"]),
@@ -161,6 +170,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     ],
     package=["attn_course.training.masked_cross_entropy"],
 )
+with_gradients(MASKED_CROSS_ENTROPY, ("logits",))
 
 
 def _final_state_case(spec: dict[str, Any]) -> Case:
@@ -205,6 +215,7 @@ def final_state(outputs, valid_lens):
     covers="padded and unpadded sentences, sentences of length 1, float32 and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 3,
         "num_steps": 5,
         "num_hiddens": 4,
@@ -222,6 +233,7 @@ def final_state(outputs, valid_lens):
             "valid_lens": [1, 6, 4, 2],
             "dtype": "float64",
         },
+        {"seed": 174, "valid_lens": [4, 1, 2], "grad": True},
     ],
     build=_final_state_case,
     call=lambda answer, i: answer(i["outputs"], i["valid_lens"]),
@@ -255,3 +267,4 @@ def final_state(outputs, valid_lens):
         ),
     ],
 )
+with_gradients(FINAL_STATE, ("outputs",))

@@ -24,6 +24,7 @@ from attn_course.checks.inputs import (
     spec_generator,
     spec_lengths,
     spec_size,
+    with_gradients,
 )
 
 
@@ -72,6 +73,8 @@ def _bahdanau_call(fn: Callable, inputs: dict[str, Any]) -> Any:
     result = fn(inputs["embedded"], inputs["s_0"], memory, attention, rnn)
     if not isinstance(result, (tuple, list)) or len(result) != 3:
         return result
+    if inputs.get("gradient"):  # poisoning W_k in place would break the gradient's backward pass
+        return (*result, False)
     with torch.no_grad():
         attention.W_k.weight.fill_(math.nan)
     again = fn(inputs["embedded"], inputs["s_0"], memory, attention, rnn)
@@ -145,6 +148,7 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 2,
         "num_steps": 4,
         "num_keys": 5,
@@ -167,6 +171,7 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             "valid_lens": [2, 6],
             "dtype": "float64",
         },
+        {"seed": 184, "valid_lens": [4, 2], "grad": True},
     ],
     build=_bahdanau_case,
     call=_bahdanau_call,
@@ -212,6 +217,7 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     ],
     package=["attn_course.decoders.BahdanauDecoder"],
 )
+with_gradients(BAHDANAU_DECODE, ("embedded", "s_0", "enc_outputs"))
 
 
 def _links_case(spec: dict[str, Any]) -> Case:

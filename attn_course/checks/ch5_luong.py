@@ -27,6 +27,7 @@ from attn_course.checks.inputs import (
     spec_generator,
     spec_lengths,
     spec_size,
+    with_gradients,
 )
 
 
@@ -99,6 +100,7 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     "rows of valid length 0; one key; float32 and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 2,
         "num_queries": 3,
         "query_size": 4,
@@ -120,6 +122,7 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
             "valid_lens": [[1, 4], [0, 2], [4, 3]],
         },
         {"seed": 104, "num_queries": 1, "num_keys": 1, "valid_lens": [1, 0], "dtype": "float64"},
+        {"seed": 194, "grad": True},
     ],
     build=_location_case,
     call=lambda answer, i: answer(i["queries"], i["W_a"], i["num_keys"], i["valid_lens"]),
@@ -155,6 +158,7 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     ],
     package=["attn_course.scoring.location_scores"],
 )
+with_gradients(LOCATION_WEIGHTS, ("queries", "W_a"))
 
 
 def _luong_case(spec: dict[str, Any]) -> Case:
@@ -240,6 +244,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 2,
         "num_keys": 5,
         "embed_size": 3,
@@ -260,6 +265,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
             "valid_lens": [3, 6],
             "dtype": "float64",
         },
+        {"seed": 204, "grad": True},
     ],
     build=_luong_case,
     call=_luong_call,
@@ -301,6 +307,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     ],
     package=["attn_course.decoders.LuongDecoder"],
 )
+with_gradients(LUONG_STEP, ("y_emb", "h_prev", "feed", "enc_outputs", "W_c"))
 
 
 def _local_case(spec: dict[str, Any]) -> Case:
@@ -392,6 +399,7 @@ def local_p_weights(scores, centres, window, valid_lens):
     "length-1 sources; float32 and float64",
     defaults={
         "seed": 0,
+        "grad": False,
         "batch_size": 2,
         "num_queries": 3,
         "num_keys": 9,
@@ -412,6 +420,7 @@ def local_p_weights(scores, centres, window, valid_lens):
             "dtype": "float64",
         },
         {"seed": 124, "num_keys": 1, "window": 1, "valid_lens": [1, 1]},
+        {"seed": 214, "grad": True},
     ],
     build=_local_case,
     call=lambda answer, i: answer(i["scores"], i["centres"], i["window"], i["valid_lens"]),
@@ -459,3 +468,4 @@ def local_p_weights(scores, centres, window, valid_lens):
     ],
     package=["attn_course.decoders.LuongDecoder"],
 )
+with_gradients(LOCAL_P_WEIGHTS, ("scores", "centres"))

@@ -608,6 +608,11 @@ class Exercise:
         if att.get("status") != "ok":
             return 2, "The attempt returned nothing that can be judged."
         difference = compare(expected, att.get("output"), case.names)
+        if difference is not None and difference.startswith("the gradient"):
+            difference += (
+                ": the outputs are right, but the gradient does not flow back as it should. Look for what "
+                "cuts or bends it: `.detach()`, `torch.no_grad()`, `.item()`, a tensor rebuilt from numbers"
+            )
         if difference is not None:
             return 2, difference[0].upper() + difference[1:] + "."
         for name, before in case.inputs.items():

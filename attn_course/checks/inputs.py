@@ -9,14 +9,14 @@ masked softmaxes (d2l's and a finite one), the package's attention modules, and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import resolve
+from attn_course.checks.core import Case, Exercise, Mistake, resolve
 from attn_course.validation import check_int
 
 _DTYPES = {
@@ -95,11 +95,14 @@ def d2l_masked_softmax(
     return F.softmax(scores.masked_fill(~keep, fill), dim=dim)
 
 
-def finite_masked_softmax(scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1) -> torch.Tensor:
-    """A masked softmax over any axis that fills with the lowest finite value and zeroes padding after."""
+def finite_masked_softmax(
+    scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1, extra: int = 0
+) -> torch.Tensor:
+    """A masked softmax over any axis that fills with the lowest finite value and zeroes padding after
+    (`extra` keys beyond each valid length kept too, for off-by-one mistakes)."""
     if lens is None:
         return F.softmax(scores, dim=dim)
-    keep = keep_mask(lens, scores.shape[1], scores.shape[2])
+    keep = keep_mask(lens + extra, scores.shape[1], scores.shape[2])
     filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
     return F.softmax(filled, dim=dim) * keep
 
@@ -126,3 +129,62 @@ def gru_cell(params: dict[str, torch.Tensor]) -> nn.GRUCell:
     cell = nn.GRUCell(input_size, hidden3 // 3).to(params["weight_ih"].dtype)
     cell.load_state_dict(params)
     return cell
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The floating tensors of an output (a tensor, or tuples and lists of them), in order."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.is_floating_point() else []
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def gradients_of(output: Any, leaves: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The gradient of a fixed random linear function of `output`'s floating tensors with respect to each
+    of `leaves`; zeros where no gradient reaches a leaf (a `.detach()`, `torch.no_grad()`, `.item()`)."""
+    gen = torch.Generator().manual_seed(0)
+    tensors = _tensors(output)
+    probes = [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in tensors]
+    terms = [(t.double() * p).sum() for t, p in zip(tensors, probes, strict=True) if t.requires_grad]
+    if not terms:
+        return [torch.zeros_like(leaf).detach() for leaf in leaves]
+    found = torch.autograd.grad(sum(terms), list(leaves), allow_unused=True)
+    pairs = zip(leaves, found, strict=True)
+    return [torch.zeros_like(leaf).detach() if g is None else g for leaf, g in pairs]
+
+
+def with_gradients(exercise: Exercise, wrt: Sequence[str]) -> None:
+    """Check gradients too: on a case whose spec has "grad" true, the exercise's output is followed by the
+    gradient, with respect to each input named in `wrt`, of a fixed random linear function of the output, for
+    the learner's answer, the reference and every mistake alike; so an answer that cuts the gradient
+    (`.detach()`, `torch.no_grad()`, `.item()`) does not pass. Other cases run as before."""
+
+    def differentiated(run: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        def wrapped(inputs: dict[str, Any]) -> Any:
+            if not inputs.get("gradient"):
+                return run(inputs)
+            leaves = [inputs[name].requires_grad_(True) for name in wrt]
+            output = run(inputs)
+            if output is None:
+                return None
+            parts = tuple(output) if isinstance(output, (tuple, list)) else (output,)
+            return (*parts, *gradients_of(output, leaves))
+
+        return wrapped
+
+    build, call = exercise._build, exercise._call
+
+    def graded_build(spec: dict[str, Any]) -> Case:
+        case = build(spec)
+        if not spec.get("grad"):
+            return case
+        names = (case.names,) if isinstance(case.names, str) else tuple(case.names)
+        names += tuple(f"the gradient with respect to `{name}`" for name in wrt)
+        inputs = dict(case.inputs, gradient=True)
+        return Case(f"{case.label}, with the gradients of the result", inputs, spec, names)
+
+    exercise._build = graded_build
+    exercise._call = lambda answer, inputs: differentiated(lambda i: call(answer, i))(inputs)
+    exercise._reference = differentiated(exercise._reference)
+    exercise.mistakes = tuple(Mistake(m.hint, differentiated(m.variant)) for m in exercise.mistakes)
