@@ -126,7 +126,7 @@ def sequence_mask(X, valid_len, value=0):
         Mistake(
             "Every row was cut at the first row's valid length: row i has its own length, `valid_len[i]`; "
             "compare the positions with the column `valid_len[:, None]`.",
-            lambda i: _sequence_mask_variant(lambda j, n: j < n[:1])(i),
+            _sequence_mask_variant(lambda j, n: j < n[:1].expand_as(n)),
         ),
     ],
     error_hints=[

@@ -66,6 +66,14 @@ def _cross_entropy_variant(kind: str):
             return ((losses * real).sum(1) / real.sum(1)).mean()
         if kind == "sum":
             return masked
+        if kind == "one_less":  # <eos> left out
+            lens = inputs["tgt_valid_lens"]
+            fewer = torch.arange(losses.shape[1])[None, :] < lens[:, None] - 1
+            return (losses * fewer).sum() / fewer.sum() if fewer.any() else None
+        if kind == "time_axis":
+            logits, labels = inputs["logits"], inputs["tgt_out"]
+            picked = F.log_softmax(logits, dim=1).gather(-1, labels[..., None])[..., 0]
+            return -(picked * real).sum() / real.sum()
         if kind == "one_more":
             lens = inputs["tgt_valid_lens"]
             extra = torch.arange(losses.shape[1])[None, :] <= lens[:, None]
@@ -160,6 +168,16 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
             "can be any id; which positions are real is what `tgt_valid_lens` says.",
             _cross_entropy_variant("ignore_index"),
         ),
+        Mistake(
+            "Off by one: you left out each sentence's last real token, its <eos>. `tgt_valid_lens` counts "
+            "<eos>, so the real positions are 0 .. len-1: keep `j < tgt_valid_lens`.",
+            _cross_entropy_variant("one_less"),
+        ),
+        Mistake(
+            "The log-softmax runs over the wrong axis: it must normalise over the vocabulary (the last "
+            "axis of logits, `dim=-1`), not over the time steps.",
+            _cross_entropy_variant("time_axis"),
+        ),
     ],
     error_hints=[
         ErrorHint(
@@ -180,6 +198,20 @@ def _final_state_case(spec: dict[str, Any]) -> Case:
     outputs = seeded_randn((b, s, h), gen, dtype)
     label = f"outputs of shape {(b, s, h)} and dtype {spec['dtype']}, valid_lens {lens.tolist()}"
     return Case(label, {"outputs": outputs, "valid_lens": lens}, spec, "the final states")
+
+
+_FINAL_OFF_BY_ONE = (
+    "Off by one: a sentence of length n has its last real token at position n - 1 (positions start at 0), "
+    "so index with `valid_lens - 1`."
+)
+
+
+def _final_state_one_past(inputs: dict[str, Any]) -> torch.Tensor | None:
+    """outputs[i, valid_lens[i]], where no sentence fills the batch (else that indexing fails)."""
+    outputs, lens = inputs["outputs"], inputs["valid_lens"]
+    if int(lens.max()) >= outputs.shape[1]:
+        return None
+    return outputs[torch.arange(outputs.shape[0]), lens]
 
 
 def _final_state_reference(inputs: dict[str, Any]) -> torch.Tensor:
@@ -258,12 +290,28 @@ def final_state(outputs, valid_lens):
             "You took the first position; the context is the state after the *last* real token.",
             lambda i: i["outputs"][:, 0],
         ),
+        Mistake(_FINAL_OFF_BY_ONE, _final_state_one_past),
+        Mistake(
+            "`outputs[:, valid_lens - 1]` takes every sentence at every sentence's length, a (batch_size, "
+            "batch_size, num_hiddens) tensor: pair row i with its own length, "
+            "`outputs[torch.arange(batch_size), valid_lens - 1]`.",
+            lambda i: i["outputs"][:, i["valid_lens"] - 1],
+        ),
+        Mistake(
+            "`gather` took one number per sentence: its index must have the shape of what it returns, so "
+            "expand it over the features, `index.expand(-1, 1, num_hiddens)`, before `gather(1, index)`.",
+            lambda i: i["outputs"].gather(1, (i["valid_lens"] - 1).view(-1, 1, 1)).squeeze(1),
+        ),
     ],
     error_hints=[
         ErrorHint(
+            r"out of bounds for dimension 0",
+            "You indexed the batch axis (axis 0) with positions: the positions are axis 1, "
+            "`outputs[torch.arange(batch_size), valid_lens - 1]`.",
+        ),
+        ErrorHint(
             r"index \d+ is out of bounds for dimension",
-            "Off by one: a sentence of length n has its last real token at position n - 1 (positions "
-            "start at 0), so index with `valid_lens - 1`.",
+            _FINAL_OFF_BY_ONE,
         ),
     ],
 )

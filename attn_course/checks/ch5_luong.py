@@ -69,6 +69,10 @@ def _location_variant(kind: str):
         scores = scores[..., :k]
         if kind == "unmasked":
             return F.softmax(scores, -1)
+        if kind == "last_rows":
+            return finite_masked_softmax(inputs["queries"] @ inputs["W_a"][-k:].T, lens)
+        if kind == "first_query":
+            return None if scores.shape[1] == 1 else finite_masked_softmax(scores[:, :1], lens)
         return finite_masked_softmax(scores, lens, dim=1)  # wrong axis
 
     return variant
@@ -123,6 +127,7 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
         },
         {"seed": 104, "num_queries": 1, "num_keys": 1, "valid_lens": [1, 0], "dtype": "float64"},
         {"seed": 194, "grad": True},
+        {"seed": 105, "num_keys": 4, "valid_lens": None},
     ],
     build=_location_case,
     call=lambda answer, i: answer(i["queries"], i["W_a"], i["num_keys"], i["valid_lens"]),
@@ -147,6 +152,16 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
             "The softmax runs over the wrong axis: each query's weights over the source positions must sum "
             "to 1 (the last axis).",
             _location_variant("wrong_axis"),
+        ),
+        Mistake(
+            "You kept the last num_keys rows of W_a; row s scores source position s, so keep the first "
+            "num_keys rows, `W_a[:num_keys]`.",
+            _location_variant("last_rows"),
+        ),
+        Mistake(
+            "Only the first query was scored: queries is (batch_size, num_queries, query_size), and every "
+            "query gets its own row of weights.",
+            _location_variant("first_query"),
         ),
     ],
     error_hints=[
@@ -205,6 +220,7 @@ def _luong_step(
     order: str = "ch",
     tanh: bool = True,
     input_order: str = "yf",
+    combine: str = "current",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step of Luong's decoder with input feeding, and its known-wrong variants."""
     attention, rnn, memory = _luong_parts(inputs)
@@ -212,7 +228,8 @@ def _luong_step(
     fed = inputs["feed"] if feed == "feed" else h_prev
     h_t = rnn(torch.cat([y, fed] if input_order == "yf" else [fed, y], -1), h_prev)
     context, weights = attention.attend((h_t if query == "current" else h_prev)[:, None], memory)
-    pair = [context[:, 0], h_t] if order == "ch" else [h_t, context[:, 0]]
+    h = h_t if combine == "current" else h_prev
+    pair = [context[:, 0], h] if order == "ch" else [h, context[:, 0]]
     attentional = torch.cat(pair, -1) @ inputs["W_c"].T
     return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
 
@@ -291,6 +308,16 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
             lambda i: _luong_step(i, input_order="fy"),
         ),
         Mistake("tanh is missing: h̃_t = tanh(W_c [c_t; h_t]).", lambda i: _luong_step(i, tanh=False)),
+        Mistake(
+            "h_t and h̃_t are swapped: return `(h_t, h̃_t, a_t)`, the GRU's new state first, then the "
+            "attentional state.",
+            lambda i: (lambda h, att, a: (att, h, a))(*_luong_step(i)),
+        ),
+        Mistake(
+            "h̃_t was built from the previous state h_{t-1}; it combines the context with the new state: "
+            "tanh(W_c [c_t; h_t]).",
+            lambda i: _luong_step(i, combine="previous"),
+        ),
     ],
     error_hints=[
         ErrorHint(
@@ -302,7 +329,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
             r"input has inconsistent input_size|Expected hidden size|size mismatch|mat1 and mat2",
             "Check the sizes: the GRU takes [e(y_{t-1}); h̃_{t-1}] (embed_size + num_hiddens), and W_c "
             "takes [c_t; h_t] (enc_size + num_hiddens) with the context's query axis squeezed "
-            "(`context[:, 0]`).",
+            "(`context[:, 0]`). W_c is (num_hiddens, enc_size + num_hiddens): apply it as `... @ W_c.T`.",
         ),
     ],
     package=["attn_course.decoders.LuongDecoder"],
@@ -317,8 +344,12 @@ def _local_case(spec: dict[str, Any]) -> Case:
     lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     # p_t = S_i * sigmoid(...): a real position in [0, S_i), as the local-p decoder predicts it.
     centres = lens[:, None].to(dtype) * torch.sigmoid(seeded_randn((b, q), gen, dtype, 2.0))
+    if spec["centres"] != "random":  # given centres, e.g. whole numbers that put a window edge on a position
+        centres = torch.tensor(spec["centres"], dtype=dtype)
+        if tuple(centres.shape) != (b, q):
+            raise ValueError(f"centres must have shape {(b, q)}, got {spec['centres']!r}")
     inputs = {
-        "scores": seeded_randn((b, q, s), gen, dtype, 2.0),
+        "scores": seeded_randn((b, q, s), gen, dtype, spec["scale"]),
         "centres": centres,
         "window": window,
         "valid_lens": lens,
@@ -339,6 +370,8 @@ def _local_weights(
     renormalise: bool = False,
     two: bool = True,
     rounded: bool = False,
+    edges: bool = True,
+    stable: bool = True,
 ) -> torch.Tensor:
     """Local-p weights as LuongDecoder.align computes them, and known-wrong variants."""
     scores, centres, window, lens = (
@@ -352,14 +385,18 @@ def _local_weights(
     positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
     distance = positions[None, None] - centres[..., None]  # s - p_t: (batch, queries, keys)
     padding = positions[None, None] >= lens[:, None, None]
+    beyond = distance.abs() > window if edges else distance.abs() >= window
     outside = {
-        "both": (distance.abs() > window) | padding,
+        "both": beyond | padding,
         "padding": padding.expand_as(distance),
-        "window": distance.abs() > window,
+        "window": beyond,
     }[cut]
-    weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
-        outside, 0.0
-    )
+    if stable:
+        weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1)
+        weights = weights.masked_fill(outside, 0.0)
+    else:  # exp(score) * mask: inf where a score is large, NaN after the division
+        exp = torch.exp(scores) * ~outside
+        weights = exp / exp.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
     if gaussian:
         s = window / 2 if sigma == "half" else window
         weights = weights * torch.exp(-distance.square() / ((2 if two else 1) * s**2))
@@ -406,6 +443,8 @@ def local_p_weights(scores, centres, window, valid_lens):
         "window": 2,
         "dtype": "float32",
         "valid_lens": "random",
+        "centres": "random",
+        "scale": 2.0,
     },
     specs=[
         {"seed": 121, "valid_lens": [9, 6]},
@@ -421,6 +460,8 @@ def local_p_weights(scores, centres, window, valid_lens):
         },
         {"seed": 124, "num_keys": 1, "window": 1, "valid_lens": [1, 1]},
         {"seed": 214, "grad": True},
+        {"seed": 125, "num_queries": 2, "centres": [[3.0, 5.0], [2.0, 4.5]], "valid_lens": [9, 7]},
+        {"seed": 126, "scale": 100.0, "valid_lens": [8, 9]},
     ],
     build=_local_case,
     call=lambda answer, i: answer(i["scores"], i["centres"], i["window"], i["valid_lens"]),
@@ -452,6 +493,16 @@ def local_p_weights(scores, centres, window, valid_lens):
         Mistake(
             "You renormalised after the Gaussian; Luong et al. do not, so the weights sum to at most 1.",
             lambda i: _local_weights(i, renormalise=True),
+        ),
+        Mistake(
+            "The window's edges are left out: the window is [p_t - D, p_t + D], edges included, so a "
+            "position exactly D from p_t is inside (`<= D`, not `< D`).",
+            lambda i: _local_weights(i, edges=False),
+        ),
+        Mistake(
+            "Large scores overflow: `torch.exp` of a score above about 88 (float32) is inf, and inf / inf is "
+            "NaN. Subtract the max before `exp`, or use `F.softmax` on the filled scores.",
+            lambda i: _local_weights(i, stable=False),
         ),
         Mistake(
             "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use "

@@ -569,8 +569,8 @@ class Exercise:
 
         The most informative failing case wins: one where the learner's output is that of exactly one known
         mistake, not a degenerate case where several mistakes give the same output. Among the mistakes so
-        found, the one most cases agree on; a mistake is ruled out if the learner got right at least as many
-        cases where it would make a difference as it matches.
+        found, the one with the most cases for it (matching) less those against it (cases the learner got
+        right where the mistake would show).
         """
         agree: dict[int, list[int]] = {}
         alone: dict[int, list[int]] = {}
@@ -584,10 +584,9 @@ class Exercise:
                 agree.setdefault(i, []).append(n)
                 if len(hits) == 1:
                     alone.setdefault(i, []).append(n)
-        candidates = [i for i in agree if len(agree[i]) > against.get(i, 0)]
-        if not candidates:
+        if not agree:
             return None
-        best = max(candidates, key=lambda i: (i in alone, len(agree[i]) - against.get(i, 0), -i))
+        best = max(agree, key=lambda i: (i in alone, len(agree[i]) - against.get(i, 0), -i))
         return best, (alone.get(best) or agree[best])[0]
 
     def _judge_case(self, case: Case, att: Mapping[str, Any], expected: Any) -> tuple[int, str] | None:
