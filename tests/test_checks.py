@@ -699,6 +699,141 @@ def beam_topk_per_beam(beam_scores, log_probs, beam_size):
     return top.reshape(top.shape[0], -1), index, index
 
 
+# Mutants for the mistakes named since the checks ask for gradients, large scores, rows shorter than the
+# longest, several queries per call and window edges.
+
+
+def mask_first_row_length(X, valid_len, value=0):
+    Y = X.clone()
+    Y[:, int(valid_len[0]) :] = value
+    return Y
+
+
+def softmax_unstabilised(scores, valid_lens=None):
+    keep = torch.ones_like(scores, dtype=torch.bool)
+    if valid_lens is not None:
+        keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    e = torch.exp(scores) * keep
+    return e / e.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+
+
+def softmax_keeps_one_too_many(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    return masked_softmax(scores, valid_lens + 1)
+
+
+def softmax_zero_filled(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    return F.softmax(scores * keep_mask(valid_lens, scores.shape[1], scores.shape[2]), dim=-1)
+
+
+def divide_by_value_size(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, divisor=math.sqrt(values.shape[-1]))
+
+
+def divide_by_num_queries(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens, divisor=math.sqrt(queries.shape[1]))
+
+
+def attention_weights_first(queries, keys, values, valid_lens=None):
+    return attention(queries, keys, values, valid_lens)[::-1]
+
+
+class AdditiveFirstQueryOnly(AdditiveBase):
+    def attend(self, queries, memory):
+        return super().attend(queries[:, :1], memory)
+
+
+class AdditiveMemoryOnSelf(AdditiveBase):
+    def prepare(self, keys, values, valid_lens=None):
+        self.memory = super().prepare(keys, values, valid_lens)
+
+    def attend(self, queries, memory):
+        return super().attend(queries, self.memory)
+
+
+def general_tanh(queries, keys, W_a):
+    return torch.tanh(queries @ (keys @ W_a.T).transpose(1, 2))
+
+
+def general_first_query(queries, keys, W_a):
+    return queries[:, :1] @ (keys @ W_a.T).transpose(1, 2)
+
+
+def concat_first_query(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries[:, :1] @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
+    return (h @ v_a.T).squeeze(-1)
+
+
+def concat_bare_squeeze(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
+    return (h @ v_a.T).squeeze()
+
+
+def ce_drops_eos(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None] - 1
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * real).sum() / real.sum()
+
+
+def ce_log_softmax_over_time(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    picked = F.log_softmax(logits, dim=1).gather(-1, tgt_out[..., None])[..., 0]
+    return -(picked * real).sum() / real.sum()
+
+
+def state_every_length(outputs, valid_lens):
+    return outputs[:, valid_lens - 1]
+
+
+def state_gather_unexpanded(outputs, valid_lens):
+    return outputs.gather(1, (valid_lens - 1).view(-1, 1, 1)).squeeze(1)
+
+
+def state_batch_axis(outputs, valid_lens):
+    return outputs[valid_lens - 1, -1]
+
+
+def location_last_rows(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a[-num_keys:].T, valid_lens)
+
+
+def location_first_query(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries[:, :1] @ W_a[:num_keys].T, valid_lens)
+
+
+def luong_swapped_states(*args):
+    h_t, attentional, weights = luong(*args)
+    return attentional, h_t, weights
+
+
+def luong_attentional_from_h_prev(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h_t = rnn(torch.cat([y_emb, feed], -1), h_prev)
+    context, weights = attention.attend(h_t[:, None], memory)
+    return h_t, torch.tanh(torch.cat([context[:, 0], h_prev], -1) @ W_c.T), weights[:, 0]
+
+
+def local_edges_left_out(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = (distance.abs() >= window) | (positions >= valid_lens[:, None, None])
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
+
+
+def local_unstabilised(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    inside = (distance.abs() <= window) & (positions < valid_lens[:, None, None])
+    e = torch.exp(scores) * inside
+    weights = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -795,6 +930,30 @@ MUTANTS = [
     ("ch6.q2", beam_swapped, "Beam and token are swapped"),
     ("ch6.q2", beam_divided_by_beam_size, "Divide by vocab_size"),
     ("ch6.q2", beam_topk_per_beam, "shape (2, 9), expected (2, 3)"),
+    ("ch1.q1", mask_first_row_length, "cut at the first row's valid length"),
+    ("ch1.q2", softmax_unstabilised, "Large scores overflow"),
+    ("ch1.q2", softmax_keeps_one_too_many, "one key too many gets weight"),
+    ("ch1.q2", softmax_zero_filled, "a score of 0 still gets weight"),
+    ("ch2.q1", divide_by_value_size, "sqrt(value_size)"),
+    ("ch2.q1", divide_by_num_queries, "sqrt(num_queries)"),
+    ("ch2.q1", attention_weights_first, "the context first"),
+    ("ch2.q2", AdditiveFirstQueryOnly, "only the first of several queries"),
+    ("ch2.q2", AdditiveMemoryOnSelf, "keep nothing on `self`"),
+    ("ch2.q3", general_tanh, "You applied tanh"),
+    ("ch2.q3", general_first_query, "Only the first query was scored"),
+    ("ch2.q4", concat_first_query, "Only the first query was scored"),
+    ("ch2.q4", concat_bare_squeeze, "`.squeeze(-1)`"),
+    ("ch3.q1", ce_drops_eos, "its <eos>"),
+    ("ch3.q1", ce_log_softmax_over_time, "not over the time steps"),
+    ("ch3.q2", state_every_length, "every sentence at every sentence's length"),
+    ("ch3.q2", state_gather_unexpanded, "expand it over the features"),
+    ("ch3.q2", state_batch_axis, "You indexed the batch axis"),
+    ("ch5.q1", location_last_rows, "the last num_keys rows"),
+    ("ch5.q1", location_first_query, "Only the first query was scored"),
+    ("ch5.q2", luong_swapped_states, "h_t and h̃_t are swapped"),
+    ("ch5.q2", luong_attentional_from_h_prev, "built from the previous state h_{t-1}"),
+    ("ch5.q3", local_edges_left_out, "edges included"),
+    ("ch5.q3", local_unstabilised, "Large scores overflow"),
 ]
 
 
