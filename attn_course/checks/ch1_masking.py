@@ -81,7 +81,8 @@ def sequence_mask(X, valid_len, value=0):
     "position j of row i is real when `j < valid_len[i]`. Reshape that (batch_size, maxlen) mask so it "
     "broadcasts over any trailing axes, and fill with `X.masked_fill(~keep, value)`, which returns a new "
     "tensor (d2l's `X[~mask] = value` writes into the caller's X).",
-    covers="2-, 3- and 4-D X; float16/32/64 and int64; valid length 0 and full; maxlen 1; X left unchanged",
+    covers="2-, 3- and 4-D X; float16/32/64 and int64; valid length 0 and full; maxlen 1; X left unchanged; "
+    "a batch with no row at full length",
     defaults={"seed": 0, "shape": [3, 4], "dtype": "float32", "valid_len": "random", "value": 0},
     specs=[
         {"seed": 1, "shape": [3, 4], "valid_len": [1, 3, 4], "value": 0},
@@ -209,7 +210,8 @@ def masked_softmax(scores, valid_lens=None):
     "float16), take the softmax over the last axis, then multiply by the mask so that a row of valid "
     "length 0 becomes all zeros. Compute float16/bfloat16 in float32 and cast back.",
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
-    "float16, bfloat16, float32, float64; finite gradients; scores left unchanged",
+    "float16, bfloat16, float32, float64; finite gradients; scores left unchanged; "
+    "large scores in float32 and float16",
     defaults={
         "seed": 0,
         "batch_size": 2,

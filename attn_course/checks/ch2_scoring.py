@@ -144,7 +144,7 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
     "the query/key size (the last axis, not the number of keys); the weights `masked_softmax(scores, "
     "valid_lens)`; the context `torch.bmm(weights, values)`. Return both.",
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
-    "d, num_keys and value_size all different; float32 and float64",
+    "d, num_keys and value_size all different; float32 and float64; gradients",
     defaults=_ATTENTION_DEFAULTS,
     specs=[
         {"seed": 21, "valid_lens": None},
@@ -393,7 +393,8 @@ class AdditiveAttention(nn.Module):
     "`torch.bmm(weights, values)`.",
     covers="attend called once per decoder step; W_k used only in prepare; valid_lens None and "
     "(batch_size,); "
-    "rows of valid length 0; one key; query, key, value and hidden sizes all different; float64",
+    "rows of valid length 0; one key; query, key, value and hidden sizes all different; float64; "
+    "several queries per attend call; a second prepare before attend; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=7, queries_per_call=1),
     specs=[
         {"seed": 31, "valid_lens": None},
@@ -553,7 +554,8 @@ def general_scores(queries, keys, W_a):
     "(batch_size, "
     "num_keys, query_size). Then it is a plain dot product with the queries: "
     "`torch.bmm(queries, projected_keys.transpose(1, 2))`. No scaling, no softmax.",
-    covers="query_size different from key_size and equal to it; one key; float32 and float64",
+    covers="query_size different from key_size and equal to it; one key; float32 and float64; "
+    "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=4, key_size=6),
     specs=[
         {"seed": 41},
@@ -653,7 +655,8 @@ def concat_scores(queries, keys, W_a, v_a):
     "keys to (batch, num_queries, num_keys, key_size), then `torch.cat([q, k], dim=-1)` -- query first. "
     "Apply `@ W_a.T`, tanh, `@ v_a.T`, and squeeze the last axis. (Splitting W_a into its query and key "
     "columns avoids building the big tensor: W_a [q; k] = W_a[:, :query_size] q + W_a[:, query_size:] k.)",
-    covers="query_size different from key_size and equal to it; one key; float32 and float64",
+    covers="query_size different from key_size and equal to it; one key; float32 and float64; "
+    "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=4),
     specs=[
         {"seed": 51, "num_queries": 2, "num_keys": 6},

@@ -104,7 +104,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     "`tgt_valid_lens` (as `sequence_mask` does), and divide the masked sum by the number of real tokens -- "
     "not by batch_size * T, and not sentence by sentence.",
     covers="padding labels <pad> or arbitrary; sentences of length 1 and without padding; float32 "
-    "and float64",
+    "and float64; the gradient",
     defaults={
         "seed": 0,
         "grad": False,
@@ -244,7 +244,8 @@ def final_state(outputs, valid_lens):
     "torch.arange(batch_size)` picks "
     "one position per sentence. The last real position of a sentence of length n is n - 1; `outputs[:, -1]` "
     "is the last *padded* position, which for a short sentence is padding.",
-    covers="padded and unpadded sentences, sentences of length 1, float32 and float64",
+    covers="padded and unpadded sentences, sentences of length 1, float32 and float64; "
+    "no sentence at full length; the gradient",
     defaults={
         "seed": 0,
         "grad": False,

@@ -145,7 +145,8 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     "update the state: `s = rnn(torch.cat([embedded[:, t], context[:, 0]], -1), s)`. Collect s_t, c_t and "
     "alpha_t, and stack them along axis 1. Never call `attention(...)` itself: that would project the keys "
     "again.",
-    covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and float64",
+    covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and float64; "
+    "gradients through time",
     defaults={
         "seed": 0,
         "grad": False,

@@ -101,7 +101,8 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     "`masked_softmax` so that positions beyond each valid length get weight 0.",
     covers="num_keys below and equal to max_len; valid_lens None, (batch_size,) and (batch_size, "
     "num_queries); "
-    "rows of valid length 0; one key; float32 and float64",
+    "rows of valid length 0; one key; float32 and float64; "
+    "valid_lens None with num_keys below max_len; gradients",
     defaults={
         "seed": 0,
         "grad": False,
@@ -258,7 +259,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     "the previous attentional state joins the input); attend with the new state, "
     "`attention.attend(h_t[:, None, :], memory)`; then h̃_t = tanh of `torch.cat([context[:, 0], h_t], -1) @ "
     "W_c.T` -- the context first.",
-    covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64",
+    covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64; gradients",
     defaults={
         "seed": 0,
         "grad": False,
@@ -433,7 +434,8 @@ def local_p_weights(scores, centres, window, valid_lens):
     "valid_len), softmax the remaining scores, zero the masked weights, then multiply by the Gaussian "
     "exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2. Keep p_t real-valued and do not renormalise.",
     covers="windows of 1, 2 and 3; windows that reach past the start and the end of the sentence; padded and "
-    "length-1 sources; float32 and float64",
+    "length-1 sources; float32 and float64; "
+    "window edges exactly on a position; large scores; gradients with respect to the scores and p_t",
     defaults={
         "seed": 0,
         "grad": False,
