@@ -834,6 +834,44 @@ def local_unstabilised(scores, centres, window, valid_lens):
     return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
 
 
+def bahdanau_first_embedding(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded[:, :1].expand_as(embedded), s_0, memory, attention, rnn)
+
+
+def bahdanau_stacked_on_axis_0(embedded, s_0, memory, attention, rnn):
+    return tuple(r.transpose(0, 1) for r in bahdanau(embedded, s_0, memory, attention, rnn))
+
+
+def aer_floor_division(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) // (len(predicted) + len(sure))
+
+
+def aer_links_swapped(predicted, sure, possible):
+    swapped = {(t, s) for s, t in predicted}
+    return 1 - (len(swapped & sure) + len(swapped & possible)) / (len(swapped) + len(sure))
+
+
+def aer_rounded(predicted, sure, possible):
+    return round(1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure)), 2)
+
+
+def beam_smallest(beam_scores, log_probs, beam_size):
+    candidates = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1)
+    top, index = candidates.topk(beam_size, dim=-1, largest=False)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_worst_first(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    top, index = top.flip(-1), index.flip(-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_scores_last(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return index // log_probs.shape[-1], index % log_probs.shape[-1], top
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -954,6 +992,14 @@ MUTANTS = [
     ("ch5.q2", luong_attentional_from_h_prev, "built from the previous state h_{t-1}"),
     ("ch5.q3", local_edges_left_out, "edges included"),
     ("ch5.q3", local_unstabilised, "Large scores overflow"),
+    ("ch4.q1", bahdanau_first_embedding, "`embedded[:, t]`"),
+    ("ch4.q1", bahdanau_stacked_on_axis_0, "stacked along axis 0"),
+    ("ch4.q2", aer_floor_division, "Integer division"),
+    ("ch4.q2", aer_links_swapped, "(src_index, tgt_index)"),
+    ("ch4.q2", aer_rounded, "The AER was rounded"),
+    ("ch6.q2", beam_smallest, "You kept the smallest scores"),
+    ("ch6.q2", beam_worst_first, "best first"),
+    ("ch6.q2", beam_scores_last, "the new scores first"),
 ]
 
 

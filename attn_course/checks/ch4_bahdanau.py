@@ -90,6 +90,7 @@ def _bahdanau_loop(
     order: str = "yc",
     once: bool = False,
     shift: bool = False,
+    same_input: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
     """Bahdanau's decoder over the teacher-forced steps, and its known-wrong variants."""
     attention, rnn, memory = _bahdanau_parts(inputs)
@@ -100,7 +101,7 @@ def _bahdanau_loop(
     for t in range(embedded.shape[1]):
         if query == "previous":
             context, weight = first if once else attention.attend(s[:, None], memory)
-            parts = [embedded[:, t], context[:, 0]]
+            parts = [embedded[:, 0 if same_input else t], context[:, 0]]
             new_s = rnn(torch.cat(parts if order == "yc" else parts[::-1], -1), s)
         else:  # attend with the new state, feeding the previous step's context to the GRU
             new_s = rnn(torch.cat([embedded[:, t], previous_context], -1), s)
@@ -145,8 +146,8 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     "update the state: `s = rnn(torch.cat([embedded[:, t], context[:, 0]], -1), s)`. Collect s_t, c_t and "
     "alpha_t, and stack them along axis 1. Never call `attention(...)` itself: that would project the keys "
     "again.",
-    covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and float64; "
-    "gradients through time",
+    covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and "
+    "float64; gradients through time",
     defaults={
         "seed": 0,
         "grad": False,
@@ -198,6 +199,16 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             lambda i: _bahdanau_loop(i, shift=True),
         ),
         Mistake(
+            "Every step was fed the first embedding, `embedded[:, 0]`: step t takes e(y_{t-1}), "
+            "`embedded[:, t]`.",
+            lambda i: _bahdanau_loop(i, same_input=True),
+        ),
+        Mistake(
+            "The results are stacked along axis 0, (T, batch_size, ...): stack the steps along axis 1, "
+            "`torch.stack(states, dim=1)`, for (batch_size, T, ...).",
+            lambda i: (*(r.transpose(0, 1) for r in _bahdanau_loop(i)[:3]), False),
+        ),
+        Mistake(
             "The steps project the keys again (e.g. by calling `attention(query, keys, ...)`): the memory "
             "already holds W_k h_j; call `attention.attend(query, memory)` at every step.",
             lambda i: (*_bahdanau_loop(i)[:3], True),
@@ -214,6 +225,11 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             "The GRU cell takes [e(y_{t-1}); c_t] of size embed_size + enc_size and the state s_{t-1} "
             "(batch_size, num_hiddens): squeeze the query axis of the context (`context[:, 0]`) before "
             "concatenating.",
+        ),
+        ErrorHint(
+            r"Tensors must have same number of dimensions",
+            "The context from `attend` is (batch_size, 1, enc_size): squeeze its query axis "
+            "(`context[:, 0]`) before concatenating it with the embedding (batch_size, embed_size).",
         ),
     ],
     package=["attn_course.decoders.BahdanauDecoder"],
@@ -259,9 +275,24 @@ def _aer_variant(kind: str):
             return 1 - 2 * len(a & p) / (len(a) + len(s))
         if kind == "precision":
             return 1 - len(a & p) / len(a) if a else None
+        if not (a or s):
+            return None
+        if kind == "floor":
+            return 1 - (len(a & s) + len(a & p)) // (len(a) + len(s))
+        if kind == "swapped":
+            a = {(t, src) for src, t in a}
+            return 1 - (len(a & s) + len(a & p)) / (len(a) + len(s))
         return None
 
     return variant
+
+
+def _aer_rounded(inputs: dict[str, Any]) -> float | None:
+    """The AER rounded to two decimals, where the inputs have links at all."""
+    a, s = inputs["predicted"], inputs["sure"]
+    if not (a or s):
+        return None
+    return round(1 - (len(a & s) + len(a & inputs["possible"])) / (len(a) + len(s)), 2)
 
 
 ALIGNMENT_ERROR_RATE = Exercise(
@@ -319,6 +350,19 @@ def alignment_error_rate(predicted, sure, possible):
             "That is 1 - precision, which ignores the sure links that were missed; AER also divides by "
             "|A| + |S|.",
             _aer_variant("precision"),
+        ),
+        Mistake(
+            "Integer division: `//` rounds the fraction down to 0 (or 1); divide with `/` for a float.",
+            _aer_variant("floor"),
+        ),
+        Mistake(
+            "The links were read as (tgt_index, src_index): each link is (src_index, tgt_index), in the same "
+            "order in all three sets; compare them as they come.",
+            _aer_variant("swapped"),
+        ),
+        Mistake(
+            "The AER was rounded: return the exact fraction (round only when you print it).",
+            _aer_rounded,
         ),
     ],
     error_hints=[

@@ -291,6 +291,7 @@ def _beam_step(
     per_beam: bool = False,
     swap: bool = False,
     divide_by_beams: bool = False,
+    largest: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One beam-search step as attn_course.decoding's beam search takes it, and known-wrong variants."""
     scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
@@ -299,7 +300,7 @@ def _beam_step(
     if per_beam:
         best, tokens = candidates.max(-1)
         return best, torch.arange(k).expand(b, k).clone(), tokens
-    top, index = candidates.reshape(b, -1).topk(k, dim=-1)
+    top, index = candidates.reshape(b, -1).topk(k, dim=-1, largest=largest)
     if swap:
         return top, index % v, index // v
     return top, index // (k if divide_by_beams else v), index % (k if divide_by_beams else v)
@@ -359,6 +360,21 @@ def beam_step(beam_scores, log_probs, beam_size):
             "Divide by vocab_size, not beam_size, to recover the beam: the flattened index is beam * "
             "vocab_size + token.",
             lambda i: _beam_step(i, divide_by_beams=True),
+        ),
+        Mistake(
+            "You kept the smallest scores: the best continuations have the *largest* log-probabilities "
+            "(`topk` with its default `largest=True`).",
+            lambda i: _beam_step(i, largest=False),
+        ),
+        Mistake(
+            "The best continuations are there but in the wrong order: return them best first, highest "
+            "score first (`topk` sorts them so).",
+            lambda i: tuple(r.flip(-1) for r in _beam_step(i)),
+        ),
+        Mistake(
+            "The three results are in the wrong order: return `(scores, beams, tokens)`, the new scores "
+            "first.",
+            lambda i: (lambda top, beams, tokens: (beams, tokens, top))(*_beam_step(i)),
         ),
     ],
     error_hints=[
