@@ -29,7 +29,10 @@ def result(answer: Answer) -> checks.CheckResult:
 
 
 def names_its_mistake(answer: Answer, message: str) -> bool:
-    return any(phrase.lower() in message.lower() for phrase in answer.phrases or ())
+    """Whether the diagnosis (the message before its "Failing case: ..." line, whose inputs could hold one
+    of the phrases by chance) contains one of the answer's phrases."""
+    diagnosis = message.split("\nFailing case:")[0].lower()
+    return any(phrase.lower() in diagnosis for phrase in answer.phrases or ())
 
 
 @pytest.mark.parametrize("answer", CORRECT, ids=[f"{a.key}:{a.label}" for a in CORRECT])
