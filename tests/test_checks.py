@@ -872,6 +872,48 @@ def beam_scores_last(beam_scores, log_probs, beam_size):
     return index // log_probs.shape[-1], index % log_probs.shape[-1], top
 
 
+def softmax_first_column(scores, valid_lens=None):
+    if valid_lens is not None and valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]
+    return masked_softmax(scores, valid_lens)
+
+
+def attention_first_column(queries, keys, values, valid_lens=None):
+    if valid_lens is not None and valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]
+    return attention(queries, keys, values, valid_lens)
+
+
+class AdditiveRelu(AdditiveBase):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        scores = self.w_v(torch.relu(self.features(queries, projected_keys))).squeeze(-1)
+        weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+def ce_probabilities(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    p = F.softmax(logits, dim=-1).gather(-1, tgt_out[..., None])[..., 0]
+    return -(p * real).sum() / real.sum()
+
+
+def aer_without_possible(predicted, sure, possible):
+    return 1 - len(predicted & sure) / (len(predicted) + len(sure))
+
+
+def local_window_after_softmax(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    weights = masked_softmax(scores, valid_lens) * (distance.abs() <= window)
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
+
+
+def beam_multiplied(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] * log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -1000,6 +1042,13 @@ MUTANTS = [
     ("ch6.q2", beam_smallest, "You kept the smallest scores"),
     ("ch6.q2", beam_worst_first, "best first"),
     ("ch6.q2", beam_scores_last, "the new scores first"),
+    ("ch1.q2", softmax_first_column, "one length per query"),
+    ("ch2.q1", attention_first_column, "one length per query"),
+    ("ch2.q2", AdditiveRelu, "You used ReLU"),
+    ("ch3.q1", ce_probabilities, "not their logarithms"),
+    ("ch4.q2", aer_without_possible, "you left out |A ∩ P|"),
+    ("ch5.q3", local_window_after_softmax, "the window was applied after it"),
+    ("ch6.q2", beam_multiplied, "You multiplied the scores"),
 ]
 
 

@@ -322,6 +322,13 @@ def masked_softmax(scores, valid_lens=None):
             _masked_softmax_variant(_unstabilised_softmax),
         ),
         Mistake(
+            "valid_lens of shape (batch_size, num_queries) gives one length per query; you used one per "
+            "sequence (e.g. its first column). Broadcast it as `valid_lens[:, :, None]` against the keys.",
+            _masked_softmax_variant(
+                lambda s, n: None if n is None or n.dim() == 1 else finite_masked_softmax(s, n[:, 0])
+            ),
+        ),
+        Mistake(
             "Off by one: one key too many gets weight. Key `valid_lens` itself is already padding (keys "
             "0 .. valid_lens-1 are real), so keep `j < valid_lens`, not `j <= valid_lens`.",
             _masked_softmax_variant(

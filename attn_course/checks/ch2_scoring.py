@@ -98,6 +98,10 @@ def _dot_attention(
         weights = F.softmax(scores, dim=dim)
     elif mask == "d2l":
         weights = d2l_masked_softmax(scores, lens, dim=dim)
+    elif mask == "first_column":
+        if lens is None or lens.dim() == 1:
+            return None
+        weights = finite_masked_softmax(scores, lens[:, 0], dim=dim)
     else:
         weights = finite_masked_softmax(scores, lens, dim=dim)
     return torch.bmm(weights, inputs[weigh]), weights
@@ -232,6 +236,11 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             lambda i: _dot_attention(i, divisor="sqrt_queries"),
         ),
         Mistake(
+            "valid_lens of shape (batch_size, num_queries) gives one length per query; you used one per "
+            "sequence (e.g. its first column). Broadcast it as `valid_lens[:, :, None]` against the keys.",
+            lambda i: _dot_attention(i, mask="first_column"),
+        ),
+        Mistake(
             "The two results are in the wrong order: return `(context, weights)`, the context first.",
             lambda i: _dot_attention(i)[::-1],
         ),
@@ -319,6 +328,8 @@ def _additive_variant(
         scores = (torch.tanh(features) @ w_v.T).squeeze(-1)
     elif tanh == "outside":
         scores = torch.tanh(features @ w_v.T).squeeze(-1)
+    elif tanh == "relu":
+        scores = (torch.relu(features) @ w_v.T).squeeze(-1)
     else:
         scores = (features @ w_v.T).squeeze(-1)
     if mask == "none":
@@ -427,6 +438,11 @@ class AdditiveAttention(nn.Module):
             "tanh is missing: the score is w_vᵀ tanh(W_q q + W_k k); without the tanh it is linear in the "
             "query and the key.",
             lambda i: _additive_variant(i, tanh="none"),
+        ),
+        Mistake(
+            "You used ReLU where the score has tanh: w_vᵀ tanh(W_q q + W_k k). ReLU cuts the negative "
+            "features to 0, so many keys score alike.",
+            lambda i: _additive_variant(i, tanh="relu"),
         ),
         Mistake(
             "tanh is applied after w_v; it goes inside: w_vᵀ tanh(W_q q + W_k k).",

@@ -74,6 +74,9 @@ def _cross_entropy_variant(kind: str):
             logits, labels = inputs["logits"], inputs["tgt_out"]
             picked = F.log_softmax(logits, dim=1).gather(-1, labels[..., None])[..., 0]
             return -(picked * real).sum() / real.sum()
+        if kind == "probability":  # softmax without the log
+            picked = F.softmax(inputs["logits"], dim=-1).gather(-1, inputs["tgt_out"][..., None])[..., 0]
+            return -(picked * real).sum() / real.sum()
         if kind == "one_more":
             lens = inputs["tgt_valid_lens"]
             extra = torch.arange(losses.shape[1])[None, :] <= lens[:, None]
@@ -177,6 +180,11 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
             "The log-softmax runs over the wrong axis: it must normalise over the vocabulary (the last "
             "axis of logits, `dim=-1`), not over the time steps.",
             _cross_entropy_variant("time_axis"),
+        ),
+        Mistake(
+            "You averaged the probabilities p(y_t), not their logarithms: the loss is the mean of "
+            "-log p(y_t) (use `F.log_softmax`, or `F.cross_entropy` on the logits).",
+            _cross_entropy_variant("probability"),
         ),
     ],
     error_hints=[

@@ -277,6 +277,8 @@ def _aer_variant(kind: str):
             return 1 - len(a & p) / len(a) if a else None
         if not (a or s):
             return None
+        if kind == "sure_once":
+            return 1 - len(a & s) / (len(a) + len(s))
         if kind == "floor":
             return 1 - (len(a & s) + len(a & p)) // (len(a) + len(s))
         if kind == "swapped":
@@ -350,6 +352,11 @@ def alignment_error_rate(predicted, sure, possible):
             "That is 1 - precision, which ignores the sure links that were missed; AER also divides by "
             "|A| + |S|.",
             _aer_variant("precision"),
+        ),
+        Mistake(
+            "The numerator is |A ∩ S| + |A ∩ P|: you left out |A ∩ P|, the predicted links that are "
+            "possible.",
+            _aer_variant("sure_once"),
         ),
         Mistake(
             "Integer division: `//` rounds the fraction down to 0 (or 1); divide with `/` for a float.",

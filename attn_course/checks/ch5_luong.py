@@ -373,6 +373,7 @@ def _local_weights(
     rounded: bool = False,
     edges: bool = True,
     stable: bool = True,
+    window_after: bool = False,
 ) -> torch.Tensor:
     """Local-p weights as LuongDecoder.align computes them, and known-wrong variants."""
     scores, centres, window, lens = (
@@ -392,7 +393,10 @@ def _local_weights(
         "padding": padding.expand_as(distance),
         "window": beyond,
     }[cut]
-    if stable:
+    if window_after:  # the softmax over every real position, the window applied to its output
+        weights = F.softmax(scores.masked_fill(padding, torch.finfo(scores.dtype).min), -1)
+        weights = weights.masked_fill(outside, 0.0)
+    elif stable:
         weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1)
         weights = weights.masked_fill(outside, 0.0)
     else:  # exp(score) * mask: inf where a score is large, NaN after the division
@@ -495,6 +499,12 @@ def local_p_weights(scores, centres, window, valid_lens):
         Mistake(
             "You renormalised after the Gaussian; Luong et al. do not, so the weights sum to at most 1.",
             lambda i: _local_weights(i, renormalise=True),
+        ),
+        Mistake(
+            "The softmax ran over every position of the sentence, and the window was applied after it: "
+            "align is the softmax of the scores inside the window only, so mask the positions outside "
+            "[p_t - D, p_t + D] *before* the softmax.",
+            lambda i: _local_weights(i, window_after=True),
         ),
         Mistake(
             "The window's edges are left out: the window is [p_t - D, p_t + D], edges included, so a "

@@ -292,11 +292,14 @@ def _beam_step(
     swap: bool = False,
     divide_by_beams: bool = False,
     largest: bool = True,
+    multiply: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One beam-search step as attn_course.decoding's beam search takes it, and known-wrong variants."""
     scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
     b, _, v = log_probs.shape
     candidates = scores[:, :, None] + log_probs if add else log_probs
+    if multiply:
+        candidates = scores[:, :, None] * log_probs
     if per_beam:
         best, tokens = candidates.max(-1)
         return best, torch.arange(k).expand(b, k).clone(), tokens
@@ -360,6 +363,11 @@ def beam_step(beam_scores, log_probs, beam_size):
             "Divide by vocab_size, not beam_size, to recover the beam: the flattened index is beam * "
             "vocab_size + token.",
             lambda i: _beam_step(i, divide_by_beams=True),
+        ),
+        Mistake(
+            "You multiplied the scores: they are log-probabilities, so the probabilities' product is their "
+            "sum, `beam_scores[:, :, None] + log_probs`.",
+            lambda i: _beam_step(i, multiply=True),
         ),
         Mistake(
             "You kept the smallest scores: the best continuations have the *largest* log-probabilities "
