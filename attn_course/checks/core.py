@@ -513,11 +513,11 @@ class Exercise:
             return self._result(FAILED, f"only {len(attempts)} of {len(cases)} cases were run")
         if attempts and all(a.get("status") == NOT_ATTEMPTED for a in attempts):
             return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
-        passed, problems, matches = 0, [], []
+        passed, problems, references = 0, [], []
         for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
             expected = self._reference(_clone(case.inputs)) if att.get("status") == "ok" else None
+            references.append(expected)
             problem = self._judge_case(case, att, expected)
-            matches.append(self._matching_mistakes(case, att, expected))
             if problem is None:
                 passed += 1
             else:
@@ -529,6 +529,10 @@ class Exercise:
                 passed,
                 len(cases),
             )
+        matches = [
+            self._matching_mistakes(case, att, expected)
+            for case, att, expected in zip(cases, attempts, references, strict=True)
+        ]
         named = self._diagnosis(matches)
         if named is not None:
             hint, index = named
