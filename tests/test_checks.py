@@ -1070,8 +1070,9 @@ def test_known_wrong_answer_is_rejected_with_its_hint(key: str, mutant: object, 
 
 @pytest.mark.parametrize("key", list(checks.EXERCISES))
 def test_every_named_mistake_is_the_verdict_on_some_mutant(key: str) -> None:
-    # The first mistake whose variant matches wins, so a mistake shadowed by an earlier one never fires;
-    # only a mutant whose verdict is exactly that mistake's hint shows that it can.
+    # A mistake that always shares its output with another (never the only match of a case, never ahead on
+    # the cases for and against it) never fires; only a mutant whose verdict is that mistake's hint shows that
+    # it can.
     verdicts = [verdict(key, mutant).message for k, mutant, _ in MUTANTS if k == key]
     unreached = [
         mistake.hint
