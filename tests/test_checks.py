@@ -623,16 +623,21 @@ def greedy(
     feed_bos=False,
     steps_offset=0,
     skip_finished=True,
+    drop_rows=True,
+    truncate=False,
 ):
+    """Greedy search with one bug switched on; by default it drops finished rows, like the solution."""
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
     y = torch.full((src.shape[0],), bos)
     tokens = [[] for _ in range(src.shape[0])]
     done = [False] * src.shape[0]
+    active = list(range(src.shape[0]))
+    drop_rows = drop_rows and stop and skip_finished and not stop_all_at_first and not truncate
     for _ in range(max_len + steps_offset):
         logits, state, _ = model.decoder.step(y, state)
         choice = logits.argmax(-1)
         y = torch.full_like(choice, bos) if feed_bos else choice
-        for i, token in enumerate(choice.tolist()):
+        for i, token in zip(active, choice.tolist(), strict=True):
             if done[i] and stop and skip_finished:
                 continue
             if token == eos:
@@ -641,9 +646,42 @@ def greedy(
                     tokens[i].append(token)
             else:
                 tokens[i].append(token)
+        if truncate:
+            continue
         if stop and (all(done) or (stop_all_at_first and any(done))):
             break
+        if drop_rows:
+            keep = [j for j, i in enumerate(active) if not done[i]]
+            index = torch.tensor(keep, dtype=torch.long)
+            active, y, state = [active[j] for j in keep], y[index], state.index_select(index)
     return tokens
+
+
+def greedy_masks_rows(model, src, src_valid_lens, *, bos, eos, max_len):
+    """A correct alternative: finished rows leave through boolean masks, tokens collected in a tensor."""
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    out = torch.full((src.shape[0], max_len), eos)
+    alive = torch.ones(src.shape[0], dtype=torch.bool)
+    y = torch.full((src.shape[0],), bos)
+    for t in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(-1)
+        out[alive, t] = y
+        still = y != eos
+        alive = alive.clone()
+        alive[alive.clone()] = still
+        if not alive.any():
+            break
+        y, state = y[still], state.index_select(torch.arange(len(still))[still])
+    return [[token for token in row if token != eos] for row in out.tolist()]
+
+
+def greedy_truncates(*args, **kwargs):
+    return greedy(*args, **kwargs, truncate=True)
+
+
+def greedy_keeps_finished_rows(*args, **kwargs):
+    return greedy(*args, **kwargs, drop_rows=False)
 
 
 def greedy_keeps_eos(*args, **kwargs):
@@ -784,6 +822,8 @@ MUTANTS = [
     ("ch5.q3", local_renormalised, "renormalised"),
     ("ch5.q3", local_rounded, "p_t was rounded"),
     ("ch6.q1", greedy_keeps_eos, "end with <eos>"),
+    ("ch6.q1", greedy_truncates, "ran every sentence to max_len and cut the lists"),
+    ("ch6.q1", greedy_keeps_finished_rows, "finished sentences stayed in the batch"),
     ("ch6.q1", greedy_never_stops, "never stop"),
     ("ch6.q1", greedy_stops_at_first_eos, "first sentence produced <eos>"),
     ("ch6.q1", greedy_feeds_bos, "fed <bos> at every step"),
@@ -1119,8 +1159,19 @@ def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
 
 def test_scripted_model_decodes_like_a_seq2seq_under_the_packages_greedy_search() -> None:
     exercise = checks.EXERCISES["ch6.q1"]
-    lengths = {len(tokens) for case in exercise.cases() for tokens in exercise._reference(case.inputs)}
+    lengths = {len(tokens) for case in exercise.cases() for tokens in exercise._reference(case.inputs)[0]}
     assert 0 in lengths and 8 in lengths and len(lengths) >= 6  # empty, cut by max_len, and in between
+
+
+def test_greedy_check_counts_the_rows_fed_at_each_step() -> None:
+    # 4 sentences ending after 6, 5, 6 and 3 steps: the decoder sees 4 rows 3 times, then 3, 3, 2.
+    case = next(c for c in checks.EXERCISES["ch6.q1"].cases() if c.spec["seed"] == 135)
+    assert checks.EXERCISES["ch6.q1"]._reference(case.inputs)[1] == [4, 4, 4, 3, 3, 2]
+
+
+def test_greedy_that_drops_rows_with_boolean_masks_passes() -> None:
+    result = checks.EXERCISES["ch6.q1"].evaluate(greedy_masks_rows)
+    assert result.passed, result.message
 
 
 def test_beam_step_of_size_one_is_the_greedy_choice() -> None:

@@ -40,11 +40,13 @@ class ScriptedDecoder(nn.Module):
         self.transitions = nn.Parameter(transitions, requires_grad=False)
         self.steps = nn.Parameter(steps, requires_grad=False)
         self.vocab_size = transitions.shape[0]
+        self.rows_fed: list[int] = []  # the batch size of every call of step(), for checking a search's work
 
     def init_state(self, enc: torch.Tensor) -> ScriptedState:
         return ScriptedState(enc, 0)
 
     def step(self, y_prev: torch.Tensor, state: ScriptedState) -> tuple[torch.Tensor, ScriptedState, None]:
+        self.rows_fed.append(int(y_prev.shape[0]) if y_prev.dim() else 1)
         t = min(state.step, self.steps.shape[0] - 1)
         logits = self.transitions[y_prev] + state.source + self.steps[t]
         return logits, ScriptedState(state.source, state.step + 1), None
@@ -89,34 +91,38 @@ def _greedy_case(spec: dict[str, Any]) -> Case:
         f"a batch of {b} sources of lengths {lens.tolist()}, vocabulary {v}, <bos> 1, <eos> 2, "
         f"max_len {max_len}"
     )
-    return Case(label, inputs, spec, "the token lists")
+    return Case(label, inputs, spec, ("the token lists", "the rows fed to the decoder at each step"))
 
 
 def _scripted_model(inputs: dict[str, Any]) -> ScriptedModel:
     return ScriptedModel(inputs["source_logits"], inputs["transitions"], inputs["steps"]).eval()
 
 
-def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> Any:
-    return fn(
-        _scripted_model(inputs),
+def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> tuple[Any, list[int]]:
+    """The learner's token lists, and the batch size of every decoder call it made (its work)."""
+    model = _scripted_model(inputs)
+    tokens = fn(
+        model,
         inputs["src"],
         inputs["src_valid_lens"],
         bos=inputs["bos"],
         eos=inputs["eos"],
         max_len=inputs["max_len"],
     )
+    return tokens, list(model.decoder.rows_fed)
 
 
-def _greedy_reference(inputs: dict[str, Any]) -> list[list[int]]:
+def _greedy_reference(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
+    model = _scripted_model(inputs)
     hypotheses = resolve("attn_course.decoding.greedy_decode")(
-        _scripted_model(inputs),
+        model,
         inputs["src"],
         inputs["src_valid_lens"],
         bos=inputs["bos"],
         eos=inputs["eos"],
         max_len=inputs["max_len"],
     )
-    return [h.tokens for h in hypotheses]
+    return [h.tokens for h in hypotheses], list(model.decoder.rows_fed)
 
 
 def _rollout(inputs: dict[str, Any], steps: int, feed_bos: bool = False) -> list[list[int]]:
@@ -138,24 +144,42 @@ def _cut(row: list[int], eos: int, keep_eos: bool = False) -> list[int]:
     return row[: row.index(eos) + keep_eos] if eos in row else row
 
 
+def _rows_dropping(rows: list[list[int]], eos: int, max_len: int) -> list[int]:
+    """The rows fed at each step when every sentence leaves the batch at its <eos> (or max_len)."""
+    ends = [min(r.index(eos) + 1 if eos in r else max_len, max_len) for r in rows]
+    return [sum(end > t for end in ends) for t in range(max(ends, default=0))]
+
+
 def _greedy_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> list[list[int]]:
-        eos, max_len = inputs["eos"], inputs["max_len"]
-        if kind == "eos_kept":
-            return [_cut(r, eos, keep_eos=True) for r in _rollout(inputs, max_len)]
-        if kind == "no_stop":
-            return _rollout(inputs, max_len)
-        if kind == "feed_bos":
-            return [_cut(r, eos) for r in _rollout(inputs, max_len, feed_bos=True)]
-        if kind in ("max_len_minus", "max_len_plus"):
-            return [_cut(r, eos) for r in _rollout(inputs, max_len + (1 if kind == "max_len_plus" else -1))]
+    """A known-wrong greedy search: its token lists and the rows it feeds the decoder at each step."""
+
+    def variant(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
+        eos, max_len, b = inputs["eos"], inputs["max_len"], inputs["src"].shape[0]
         rows = _rollout(inputs, max_len)
         ends = [r.index(eos) + 1 if eos in r else max_len for r in rows]
+        right = [_cut(r, eos) for r in rows]
+        if kind in ("truncates", "keeps_rows") and max(ends) == max_len:
+            return None  # the two are the same work here: let a case where they differ name the mistake
+        if kind == "truncates":  # d2l's predict_step: every row to max_len, cut afterwards
+            return right, [b] * max_len
+        if kind == "keeps_rows":  # stops when all are done, but finished rows stay in the batch
+            return right, [b] * max(ends)
+        if kind == "eos_kept":
+            return [_cut(r, eos, keep_eos=True) for r in rows], _rows_dropping(rows, eos, max_len)
+        if kind == "no_stop":
+            return rows, [b] * max_len
+        if kind == "feed_bos":
+            fed = _rollout(inputs, max_len, feed_bos=True)
+            return [_cut(r, eos) for r in fed], _rows_dropping(fed, eos, max_len)
+        if kind in ("max_len_minus", "max_len_plus"):
+            n = max_len + (1 if kind == "max_len_plus" else -1)
+            longer = _rollout(inputs, n)
+            return [_cut(r, eos) for r in longer], _rows_dropping(longer, eos, n) if n else []
         if kind == "first_stops_all":
             stop = min(ends)
-            return [_cut(r[:stop], eos) for r in rows]
+            return [_cut(r[:stop], eos) for r in rows], [b] * stop
         stop = max(ends)  # "all_stop": keeps going after a sentence's <eos>
-        return [[token for token in r[:stop] if token != eos] for r in rows]
+        return [[token for token in r[:stop] if token != eos] for r in rows], [b] * stop
 
     return variant
 
@@ -169,33 +193,37 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
     """Greedy search for a batch: at every step each unfinished sentence takes its most likely token.
 
     model: has `encode(src, src_valid_lens)`, `decoder.init_state(enc)` and `decoder.step(y_prev, state)
-    -> (logits (batch_size, vocab_size), state, weights)`; src: (batch_size, S);
-    src_valid_lens: (batch_size,).
+    -> (logits (n, vocab_size), state, weights)` for the n rows still in the batch; the state has
+    `state.index_select(rows)`, which keeps (in that order) the rows given by a long tensor.
+    src: (batch_size, S); src_valid_lens: (batch_size,).
     max_len: the most tokens per sentence, <eos> included.
-    Returns: one list of token ids per sentence, without <bos> and <eos>; a sentence stops at its own <eos>.
+    Returns: one list of token ids per sentence, without <bos> and <eos>; a sentence stops at its own <eos>
+    and leaves the batch: the decoder is called only for unfinished sentences, and not at all once every
+    sentence has finished.
     """
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
     y = torch.full((src.shape[0],), bos, dtype=torch.long)
     tokens = [[] for _ in range(src.shape[0])]
-    finished = [False] * src.shape[0]
+    active = torch.arange(src.shape[0])                    # the sentence of each row still in the batch
     for _ in range(max_len):
         logits, state, _ = model.decoder.step(y, state)
         y = logits.argmax(dim=-1)                          # feed back the model's own choice
-        for i, token in enumerate(y.tolist()):
-            if not finished[i]:
-                finished[i] = token == eos
-                if not finished[i]:
-                    tokens[i].append(token)
-        if all(finished):
+        for i, token in zip(active.tolist(), y.tolist(), strict=True):
+            if token != eos:
+                tokens[i].append(token)
+        keep = (y != eos).nonzero()[:, 0]                  # finished sentences leave the batch
+        if keep.numel() == 0:
             break
+        active, y, state = active[keep], y[keep], state.index_select(keep)
     return tokens
 ''',
-    hint="Start from `state = model.decoder.init_state(model.encode(src, src_valid_lens))` and y = <bos> for "
-    "every sentence. At each of at most max_len steps: `logits, state, _ = model.decoder.step(y, state)`, "
-    "y = the argmax over the vocabulary (fed back at the next step). Keep a `finished` flag per sentence: a "
-    "sentence that produced <eos> takes no more tokens (and <eos> itself is not in its list). Stop when all "
-    "are finished.",
-    covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one",
+    hint="Start from the encoder's state and <bos> for every sentence; at each of at most max_len steps, "
+    "ask the decoder for the next token's logits, take the most likely token and feed it back at the next "
+    "step. Keep track of which sentence each row of the batch belongs to: a sentence that produced <eos> "
+    "is finished (and <eos> is not in its list), so drop its row from the tokens you feed back and from "
+    "the decoder state (`state.index_select` keeps the rows you give it). When no row is left, stop.",
+    covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one; "
+    "finished sentences leave the batch and the search stops when all have finished",
     defaults={
         "seed": 0,
         "batch_size": 4,
@@ -211,11 +239,25 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
         {"seed": 138},
         {"seed": 131, "batch_size": 3, "max_len": 1},
         {"seed": 134, "batch_size": 1, "max_len": 6},
+        {"seed": 135, "max_len": 10},  # every sentence ends before max_len, at different steps
     ],
     build=_greedy_case,
     call=_greedy_call,
     reference=_greedy_reference,
     mistakes=[
+        Mistake(
+            "The tokens are right, but your search ran every sentence to max_len and cut the lists "
+            "afterwards (d2l's way): stop calling the decoder once every sentence has produced <eos>, and "
+            "drop each finished sentence's row from the batch.",
+            _greedy_variant("truncates"),
+        ),
+        Mistake(
+            "The tokens are right, but finished sentences stayed in the batch: the decoder kept computing "
+            "their rows after their <eos>. Drop a sentence's row (from the tokens fed back and from the "
+            "state, `state.index_select`) as soon as it finishes, so each step feeds only the unfinished "
+            "sentences.",
+            _greedy_variant("keeps_rows"),
+        ),
         Mistake(
             "The lists end with <eos>: leave it out (the token lists are the words, without <bos> and "
             "<eos>).",
