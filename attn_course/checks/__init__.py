@@ -95,10 +95,19 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
 EXERCISES: dict[str, Exercise] = {ex.key: ex for chapter in _CHAPTERS.values() for ex in chapter}
 
 
-def chapter(number: int) -> tuple[Exercise, ...]:
-    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``."""
+def chapter(number: int, *, graded: bool = False) -> tuple[Exercise, ...]:
+    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``.
+
+    graded=True (the set-up cell of the notebooks `attn-course release` writes): the same checks and hints,
+    but `solution()` says that solutions are off instead of showing the model answer. The switch lives in
+    the set-up cell, where the instructor's release writes it, not in global state or the notebook's
+    metadata, which a kernel cannot read reliably; the grader never runs the set-up cell, and in its
+    sandbox no exercise has a model answer at all (`attn_course.grading.sandbox_child`).
+    """
     if number not in _CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(_CHAPTERS)}, got {number!r}")
+    if graded:
+        return tuple(exercise.for_graded_work() for exercise in _CHAPTERS[number])
     return _CHAPTERS[number]
 
 

@@ -192,6 +192,7 @@ def _sandbox(job_dir: Path) -> None:
     limits = Limits(**job["limits"])
     _limit_process(limits)
     runner = _StepRunner(job_dir, limits, skip={Step.from_json(s) for s in job["skip"]})
+    _hide_solutions()
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     runner.run(Step.preamble(), lambda: exec(compile(job["preamble"], "<set-up imports>", "exec"), namespace))
     for key in job["exercises"]:
@@ -210,6 +211,35 @@ def _sandbox(job_dir: Path) -> None:
         )
     runner.close()
     os._exit(0)
+
+
+#: What every exercise's `solution_code` becomes in the sandbox: exec'ing it defines nothing and says why.
+SOLUTION_OFF = 'raise RuntimeError("the model answers are off while grading: write the exercise yourself")\n'
+
+
+def _refuse_reference(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("the checks' references are off while grading: write the exercise yourself")
+
+
+def _hide_solutions() -> None:
+    """Before any learner code runs: no exercise keeps its model answer or a way to compute it.
+
+    The sandbox only calls the learner's code (`Exercise.attempt`); the reference, the known-wrong variants
+    and the case builders run in the grader. So every exercise's solution_code becomes SOLUTION_OFF, its
+    reference, case builder and mistakes go, `solution()` says solutions are off, and a reference that is a
+    module-level function of the checks (e.g. chapter 6's `_beam_step`) refuses calls from learner code.
+    """
+    for key, exercise in checks.EXERCISES.items():
+        reference = exercise._reference
+        module = sys.modules.get(getattr(reference, "__module__", "") or "")
+        name = getattr(reference, "__name__", "")
+        if module is not None and module.__name__.startswith("attn_course.checks") and (
+            getattr(module, name, None) is reference
+        ):
+            _switch_off(f"{module.__name__}.{name}", key, exercise.name)
+        exercise.graded, exercise.solution_code = True, SOLUTION_OFF
+        exercise._reference = exercise._build = _refuse_reference
+        exercise.mistakes = ()
 
 
 def _switch_off(dotted: str, key: str, name: str) -> None:
