@@ -737,6 +737,78 @@ def beam_topk_per_beam(beam_scores, log_probs, beam_size):
     return top.reshape(top.shape[0], -1), index, index
 
 
+def beam(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha, bug=""):
+    """The solution's beam search with one classic bug switched on (`bug`)."""
+    batch_size, K = src.shape[0], beam_size
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(batch_size).repeat_interleave(K))
+    scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64)
+    scores[:, 0] = 0.0
+    prefixes = [[] for _ in range(batch_size * K)]
+    y = torch.full((batch_size * K,), bos, dtype=torch.long)
+    finished = [[] for _ in range(batch_size)]
+    done = [False] * batch_size
+    lp = (lambda length: 1.0) if bug == "no_norm" else (lambda length: length**alpha)
+    for t in range(max_len):
+        logits, new_state, _ = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1).double()
+        vocab_size = log_probs.shape[-1]
+        candidates = (scores.view(-1, 1) + log_probs).view(batch_size, K * vocab_size)
+        top, index = candidates.topk(2 * K, dim=-1)
+        rows, tokens = (index // vocab_size).tolist(), (index % vocab_size).tolist()
+        keep = []
+        for b in range(batch_size):
+            for j in range(K):
+                if bug != "eos_ignored" and tokens[b][j] == eos and top[b, j] > -math.inf and not done[b]:
+                    finished[b].append((top[b, j].item() / lp(t + 1), prefixes[b * K + rows[b][j]]))
+            if bug in ("keeps_finished", "eos_ignored"):
+                live = list(range(K))
+            else:
+                live = [j for j in range(2 * K) if tokens[b][j] != eos][:K]
+            keep += [(b * K + rows[b][j], tokens[b][j]) for j in live]
+            scores[b] = top[b, live]
+        prefixes = [prefixes[row] + [token] for row, token in keep]
+        rows_kept = torch.tensor([row for row, _ in keep])
+        state = new_state if bug == "no_reorder" else new_state.index_select(rows_kept)
+        y = torch.tensor([token for _, token in keep])
+        for b in range(batch_size):
+            if not done[b] and t + 1 == max_len:
+                room = K if bug == "eos_ignored" else K - len(finished[b])
+                live = [k for k in range(K) if scores[b, k] > -math.inf][:room]
+                finished[b] += [(scores[b, k].item() / lp(t + 1), prefixes[b * K + k]) for k in live]
+            enough = len(finished[b]) >= (1 if bug == "first_stops" else K)
+            done[b] = done[b] or enough or t + 1 == max_len
+        if all(done):
+            break
+    return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
+
+
+def beam_search_without_reordering(*args, **kwargs):
+    return beam(*args, **kwargs, bug="no_reorder")
+
+
+def beam_search_by_raw_score(*args, **kwargs):
+    return beam(*args, **kwargs, bug="no_norm")
+
+
+def beam_search_keeping_finished_beams(*args, **kwargs):
+    return beam(*args, **kwargs, bug="keeps_finished")
+
+
+def beam_search_ignoring_eos(*args, **kwargs):
+    return beam(*args, **kwargs, bug="eos_ignored")
+
+
+def beam_search_stopping_at_first_finished(*args, **kwargs):
+    return beam(*args, **kwargs, bug="first_stops")
+
+
+def beam_search_sentence_by_sentence(model, src, src_valid_lens, **kwargs):
+    """A correct alternative: one sentence at a time, through the batched solution."""
+    solve = define("ch6.q3", checks.EXERCISES["ch6.q3"].solution_code)
+    return [solve(model, src[i : i + 1], src_valid_lens[i : i + 1], **kwargs)[0] for i in range(src.shape[0])]
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -831,6 +903,11 @@ MUTANTS = [
     ("ch6.q1", greedy_one_step_long, "yours got one more"),
     ("ch6.q1", greedy_keeps_tokens_after_eos, "Tokens after a sentence's <eos> were kept"),
     ("ch6.q2", beam_without_prefix_scores, "scores are not added"),
+    ("ch6.q3", beam_search_without_reordering, "state does not follow the beams"),
+    ("ch6.q3", beam_search_by_raw_score, "picked by raw log P"),
+    ("ch6.q3", beam_search_keeping_finished_beams, "stayed in the beam and were extended"),
+    ("ch6.q3", beam_search_ignoring_eos, "treated as an ordinary token"),
+    ("ch6.q3", beam_search_stopping_at_first_finished, "stopped when its first hypothesis finished"),
     ("ch6.q2", beam_best_token_per_beam, "kept each beam's best token"),
     ("ch6.q2", beam_swapped, "Beam and token are swapped"),
     ("ch6.q2", beam_divided_by_beam_size, "Divide by vocab_size"),
@@ -1172,6 +1249,19 @@ def test_greedy_check_counts_the_rows_fed_at_each_step() -> None:
 def test_greedy_that_drops_rows_with_boolean_masks_passes() -> None:
     result = checks.EXERCISES["ch6.q1"].evaluate(greedy_masks_rows)
     assert result.passed, result.message
+
+
+def test_beam_search_one_sentence_at_a_time_passes() -> None:
+    result = checks.EXERCISES["ch6.q3"].evaluate(beam_search_sentence_by_sentence)
+    assert result.passed, result.message
+
+
+def test_beam_search_variants_without_a_bug_are_the_packages_beam_search() -> None:
+    from attn_course.checks.ch6_decoding import _beam_search_variant
+
+    exercise = checks.EXERCISES["ch6.q3"]
+    for case in exercise.cases():
+        assert _beam_search_variant("")(case.inputs) == exercise._reference(case.inputs)
 
 
 def test_beam_step_of_size_one_is_the_greedy_choice() -> None:

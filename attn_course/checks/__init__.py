@@ -39,6 +39,7 @@ from attn_course.checks.ch3_seq2seq import FINAL_STATE, MASKED_CROSS_ENTROPY
 from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
 from attn_course.checks.ch5_luong import LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
 from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
+    BEAM_SEARCH,
     BEAM_STEP,
     GREEDY_DECODE,
     ScriptedDecoder,
@@ -88,7 +89,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
-    6: (GREEDY_DECODE, BEAM_STEP),
+    6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.
