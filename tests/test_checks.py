@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -1151,6 +1152,19 @@ def test_solution_notebook_is_the_exercise_notebook_with_the_stubs_filled_in(pat
         else:
             assert stub == solution
     assert tuple(found) == checks.chapter(chapter)
+
+
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_no_hint_spells_out_the_code(key: str) -> None:
+    # A hint points at the idea; a code span with a call, an index or an operator would be the answer.
+    assert not re.findall(r"`[^`]*[(\[@=][^`]*`", checks.EXERCISES[key].hint_text)
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
+def test_no_exercise_prompt_gives_the_answers_expression(path: Path) -> None:
+    prompts = "\n".join(source for kind, source in all_cells(path) if kind == "markdown")
+    for give_away in ("keys @ W_a.T", "Sets make it one line", "torch.bmm("):
+        assert give_away not in prompts
 
 
 @pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)

@@ -381,11 +381,10 @@ def beam_step(beam_scores, log_probs, beam_size):
     scores, index = candidates.topk(beam_size, dim=-1)
     return scores, index // vocab_size, index % vocab_size
 ''',
-    hint="A continuation's score is its prefix's score plus the token's log-probability: "
-    "`beam_scores[:, :, None] + log_probs`. Flatten the beams and tokens into one axis of beam_size * "
-    "vocab_size candidates per sentence and take `topk(beam_size)`; candidate c extends beam `c // "
-    "vocab_size` "
-    "with token `c % vocab_size`.",
+    hint="A continuation's score is its prefix's log P plus the token's log-probability. The best beam_size "
+    "continuations are taken over all beams and tokens together, not beam by beam: put a sentence's "
+    "beam_size * vocab_size candidates on one axis, and work out from a candidate's position there "
+    "which beam it extends and which token it adds.",
     covers="the first step (one live beam), later steps, beam size 1, beam_size * vocab_size candidates",
     defaults={"seed": 0, "batch_size": 2, "beam_size": 3, "vocab_size": 7, "first_step": False},
     specs=[
@@ -588,12 +587,12 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
             break
     return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
 ''',
-    hint="Give each sentence beam_size rows (the state's `index_select` can repeat rows) with only the "
-    "first one alive at the start (score 0, the others -inf). Each step is your beam_step over the 2 * "
-    "beam_size best continuations: those among the beam_size best that end in <eos> are set aside with "
-    "their log P divided by L^alpha, and the beam_size best that do not end in <eos> become the beams. "
-    "The decoder state must follow the beams you keep (a beam may continue another row's prefix). A "
-    "sentence is done with beam_size finished hypotheses, or at max_len, where its live beams compete too.",
+    hint="Give each sentence beam_size rows (the state's `index_select` can repeat rows), only the first "
+    "alive at the start (score 0, the others -inf). Each step ranks the continuations like your "
+    "beam_step, but looks at more than beam_size of them, since some of the best may end in <eos>: "
+    "those among the beam_size best are set aside with log P / L^alpha, and the beam_size best others "
+    "become the beams. The decoder state must follow the beams you keep. A sentence is done with "
+    "beam_size finished hypotheses, or at max_len, where its live beams compete too.",
     covers="beams reordered across rows, hypotheses finishing at different steps, length normalisation "
     "changing the winner, sentences stopped by max_len, beam size 1 and 3",
     defaults={
