@@ -128,3 +128,33 @@ def test_a_released_notebook_answered_correctly_gets_full_marks(graded: dict) ->
 def test_a_cell_that_runs_the_model_answer_scores_zero(graded: dict, cheat: str) -> None:
     assert graded[cheat]["ch1.q1"] == "0", cheat
     assert graded[cheat]["ch1.q2"] == "1"  # only the exercise that cheated
+
+
+CHAPTER_6_CHEATS = {
+    "checks_reference": "def beam_step(beam_scores, log_probs, beam_size):\n"
+    "    from attn_course.checks.ch6_decoding import _beam_step\n"
+    "    inputs = {'beam_scores': beam_scores, 'log_probs': log_probs, 'beam_size': beam_size}\n"
+    "    return _beam_step(inputs)\n",
+    "package_helper": "def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):\n"
+    "    from attn_course import decoding\n"
+    "    limits = [max_len] * src.shape[0]\n"
+    "    return [h.tokens for h in decoding._greedy_search(model, src, src_valid_lens, bos, eos, limits)]\n",
+}
+
+
+@pytest.mark.slow
+def test_a_cell_that_calls_the_checks_or_package_helpers_scores_zero(release: Path, tmp_path: Path) -> None:
+    solved = {key: checks.EXERCISES[key].solution_code for key in ("ch6.q1", "ch6.q2", "ch6.q3")}
+    cheat = dict(solved, **{"ch6.q2": CHAPTER_6_CHEATS["checks_reference"]})
+    cheat["ch6.q1"] = CHAPTER_6_CHEATS["package_helper"]
+    for name, answers in {"honest": solved, "cheat": cheat}.items():
+        notebook = answered(release, "ex06_decoding.ipynb", answers)
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps(notebook))
+    out = tmp_path / "grades.csv"
+    results = grade(sorted(tmp_path.glob("*.ipynb")), out=out, limits=LIMITS, id_from="file")
+    with out.open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert rows["honest"]["total"] == "3"
+    assert (rows["cheat"]["ch6.q1"], rows["cheat"]["ch6.q2"], rows["cheat"]["ch6.q3"]) == ("0", "0", "1")
+    message = {r.student: r for r in results}["cheat"].exercises["ch6.q2"].message
+    assert "switched off while grading" in message
