@@ -1,8 +1,11 @@
-"""Chapter 6's exercises, decoding: batched `greedy_decode` (ch6.q1) and one `beam_step` (ch6.q2).
+"""Chapter 6's exercises, decoding: batched `greedy_decode` (ch6.q1), one `beam_step` (ch6.q2) and a batched
+`beam_search` (ch6.q3).
 
-The greedy cases run a `ScriptedModel`, a stand-in for `Seq2Seq` whose logits are a fixed function of the
-source, the previous token and the step, so that the expected output (and each sentence's <eos>) is known
-exactly; the beam step is checked against the best continuations over all beams.
+The greedy and beam-search cases run a `ScriptedModel`, a stand-in for `Seq2Seq` whose logits are a fixed
+function of the source, the previous token (for beam search also the one before, so that a row's state is
+its own history) and the step, so that the expected output (and each sentence's <eos>) is known exactly.
+The greedy check also counts the rows fed to the decoder at each step: finished sentences must leave the
+batch. The beam step is checked against the best continuations over all beams.
 """
 
 from __future__ import annotations
