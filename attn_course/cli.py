@@ -1,5 +1,6 @@
-"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``, and
-``attn-course gradescope --out autograder.zip`` for a Gradescope autograder that grades the same way.
+"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``,
+``attn-course gradescope --out autograder.zip`` for a Gradescope autograder that grades the same way, and
+``attn-course release --out DIR`` for the exercise notebooks of graded work (model answers off).
 
 Until the console script is installed, run it as ``python -m attn_course.cli grade ...``.
 """
@@ -32,6 +33,7 @@ from attn_course.grading import (
 from attn_course.grading.batch import default_jobs
 from attn_course.grading.gradescope import VISIBILITIES, build_bundle, torch_version
 from attn_course.grading.identity import RULES
+from attn_course.grading.release import build_release
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_grade(commands)
     _add_hidden_template(commands)
     _add_gradescope(commands)
+    _add_release(commands)
     return parser
 
 
@@ -195,6 +198,38 @@ def _add_gradescope(commands: argparse._SubParsersAction) -> None:
     )
 
 
+def _add_release(commands: argparse._SubParsersAction) -> None:
+    """The `release` command: the exercise notebooks for graded work, model answers off."""
+    r = commands.add_parser(
+        "release",
+        help="write the exercise notebooks for graded work (solution() off) and a README for the instructor",
+        description="Write the course's exercise notebooks for graded work: the set-up cell asks for "
+        "graded mode (`checks.chapter(N, graded=True)`: solution() says solutions are off), the "
+        "`# qK.solution()` lines are removed, markers, checks and hints are kept so `attn-course grade` "
+        "grades them as usual. Also writes README.md for the instructor.",
+    )
+    r.add_argument("--out", required=True, type=Path, help="the folder to write the notebooks to")
+    r.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="only these chapters (repeatable; default: all)",
+    )
+
+
+def _release(args: argparse.Namespace) -> int:
+    """Write the release; print what was written."""
+    try:
+        paths = build_release(args.out, chapters=args.chapter)
+    except (OSError, ValueError) as exc:
+        print(f"attn-course release: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(paths)} notebooks for graded work and README.md to {args.out}/:")
+    print("\n".join(f"  {p.name}" for p in paths))
+    return 0
+
+
 def hidden_template(chapters: Sequence[int] | None) -> dict:
     """What `attn-course hidden-template` prints: two extra seeds and one extra case per exercise."""
     return {
@@ -272,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "gradescope":
         return _gradescope(args)
+    if args.command == "release":
+        return _release(args)
     try:
         hidden, roster, limits = _read_inputs(args)
     except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -623,16 +624,21 @@ def greedy(
     feed_bos=False,
     steps_offset=0,
     skip_finished=True,
+    drop_rows=True,
+    truncate=False,
 ):
+    """Greedy search with one bug switched on; by default it drops finished rows, like the solution."""
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
     y = torch.full((src.shape[0],), bos)
     tokens = [[] for _ in range(src.shape[0])]
     done = [False] * src.shape[0]
+    active = list(range(src.shape[0]))
+    drop_rows = drop_rows and stop and skip_finished and not stop_all_at_first and not truncate
     for _ in range(max_len + steps_offset):
         logits, state, _ = model.decoder.step(y, state)
         choice = logits.argmax(-1)
         y = torch.full_like(choice, bos) if feed_bos else choice
-        for i, token in enumerate(choice.tolist()):
+        for i, token in zip(active, choice.tolist(), strict=True):
             if done[i] and stop and skip_finished:
                 continue
             if token == eos:
@@ -641,9 +647,42 @@ def greedy(
                     tokens[i].append(token)
             else:
                 tokens[i].append(token)
+        if truncate:
+            continue
         if stop and (all(done) or (stop_all_at_first and any(done))):
             break
+        if drop_rows:
+            keep = [j for j, i in enumerate(active) if not done[i]]
+            index = torch.tensor(keep, dtype=torch.long)
+            active, y, state = [active[j] for j in keep], y[index], state.index_select(index)
     return tokens
+
+
+def greedy_masks_rows(model, src, src_valid_lens, *, bos, eos, max_len):
+    """A correct alternative: finished rows leave through boolean masks, tokens collected in a tensor."""
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    out = torch.full((src.shape[0], max_len), eos)
+    alive = torch.ones(src.shape[0], dtype=torch.bool)
+    y = torch.full((src.shape[0],), bos)
+    for t in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(-1)
+        out[alive, t] = y
+        still = y != eos
+        alive = alive.clone()
+        alive[alive.clone()] = still
+        if not alive.any():
+            break
+        y, state = y[still], state.index_select(torch.arange(len(still))[still])
+    return [[token for token in row if token != eos] for row in out.tolist()]
+
+
+def greedy_truncates(*args, **kwargs):
+    return greedy(*args, **kwargs, truncate=True)
+
+
+def greedy_keeps_finished_rows(*args, **kwargs):
+    return greedy(*args, **kwargs, drop_rows=False)
 
 
 def greedy_keeps_eos(*args, **kwargs):
@@ -914,6 +953,78 @@ def beam_multiplied(beam_scores, log_probs, beam_size):
     return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
 
 
+def beam(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha, bug=""):
+    """The solution's beam search with one classic bug switched on (`bug`)."""
+    batch_size, K = src.shape[0], beam_size
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(batch_size).repeat_interleave(K))
+    scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64)
+    scores[:, 0] = 0.0
+    prefixes = [[] for _ in range(batch_size * K)]
+    y = torch.full((batch_size * K,), bos, dtype=torch.long)
+    finished = [[] for _ in range(batch_size)]
+    done = [False] * batch_size
+    lp = (lambda length: 1.0) if bug == "no_norm" else (lambda length: length**alpha)
+    for t in range(max_len):
+        logits, new_state, _ = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1).double()
+        vocab_size = log_probs.shape[-1]
+        candidates = (scores.view(-1, 1) + log_probs).view(batch_size, K * vocab_size)
+        top, index = candidates.topk(2 * K, dim=-1)
+        rows, tokens = (index // vocab_size).tolist(), (index % vocab_size).tolist()
+        keep = []
+        for b in range(batch_size):
+            for j in range(K):
+                if bug != "eos_ignored" and tokens[b][j] == eos and top[b, j] > -math.inf and not done[b]:
+                    finished[b].append((top[b, j].item() / lp(t + 1), prefixes[b * K + rows[b][j]]))
+            if bug in ("keeps_finished", "eos_ignored"):
+                live = list(range(K))
+            else:
+                live = [j for j in range(2 * K) if tokens[b][j] != eos][:K]
+            keep += [(b * K + rows[b][j], tokens[b][j]) for j in live]
+            scores[b] = top[b, live]
+        prefixes = [prefixes[row] + [token] for row, token in keep]
+        rows_kept = torch.tensor([row for row, _ in keep])
+        state = new_state if bug == "no_reorder" else new_state.index_select(rows_kept)
+        y = torch.tensor([token for _, token in keep])
+        for b in range(batch_size):
+            if not done[b] and t + 1 == max_len:
+                room = K if bug == "eos_ignored" else K - len(finished[b])
+                live = [k for k in range(K) if scores[b, k] > -math.inf][:room]
+                finished[b] += [(scores[b, k].item() / lp(t + 1), prefixes[b * K + k]) for k in live]
+            enough = len(finished[b]) >= (1 if bug == "first_stops" else K)
+            done[b] = done[b] or enough or t + 1 == max_len
+        if all(done):
+            break
+    return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
+
+
+def beam_search_without_reordering(*args, **kwargs):
+    return beam(*args, **kwargs, bug="no_reorder")
+
+
+def beam_search_by_raw_score(*args, **kwargs):
+    return beam(*args, **kwargs, bug="no_norm")
+
+
+def beam_search_keeping_finished_beams(*args, **kwargs):
+    return beam(*args, **kwargs, bug="keeps_finished")
+
+
+def beam_search_ignoring_eos(*args, **kwargs):
+    return beam(*args, **kwargs, bug="eos_ignored")
+
+
+def beam_search_stopping_at_first_finished(*args, **kwargs):
+    return beam(*args, **kwargs, bug="first_stops")
+
+
+def beam_search_sentence_by_sentence(model, src, src_valid_lens, **kwargs):
+    """A correct alternative: one sentence at a time, through the batched solution."""
+    solve = define("ch6.q3", checks.EXERCISES["ch6.q3"].solution_code)
+    return [solve(model, src[i : i + 1], src_valid_lens[i : i + 1], **kwargs)[0] for i in range(src.shape[0])]
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -999,6 +1110,8 @@ MUTANTS = [
     ("ch5.q3", local_renormalised, "renormalised"),
     ("ch5.q3", local_rounded, "p_t was rounded"),
     ("ch6.q1", greedy_keeps_eos, "end with <eos>"),
+    ("ch6.q1", greedy_truncates, "ran every sentence to max_len and cut the lists"),
+    ("ch6.q1", greedy_keeps_finished_rows, "finished sentences stayed in the batch"),
     ("ch6.q1", greedy_never_stops, "never stop"),
     ("ch6.q1", greedy_stops_at_first_eos, "first sentence produced <eos>"),
     ("ch6.q1", greedy_feeds_bos, "fed <bos> at every step"),
@@ -1006,6 +1119,11 @@ MUTANTS = [
     ("ch6.q1", greedy_one_step_long, "yours got one more"),
     ("ch6.q1", greedy_keeps_tokens_after_eos, "Tokens after a sentence's <eos> were kept"),
     ("ch6.q2", beam_without_prefix_scores, "scores are not added"),
+    ("ch6.q3", beam_search_without_reordering, "state does not follow the beams"),
+    ("ch6.q3", beam_search_by_raw_score, "picked by raw log P"),
+    ("ch6.q3", beam_search_keeping_finished_beams, "stayed in the beam and were extended"),
+    ("ch6.q3", beam_search_ignoring_eos, "treated as an ordinary token"),
+    ("ch6.q3", beam_search_stopping_at_first_finished, "stopped when its first hypothesis finished"),
     ("ch6.q2", beam_best_token_per_beam, "kept each beam's best token"),
     ("ch6.q2", beam_swapped, "Beam and token are swapped"),
     ("ch6.q2", beam_divided_by_beam_size, "Divide by vocab_size"),
@@ -1291,6 +1409,19 @@ def test_solution_notebook_is_the_exercise_notebook_with_the_stubs_filled_in(pat
     assert tuple(found) == checks.chapter(chapter)
 
 
+@pytest.mark.parametrize("key", list(checks.EXERCISES))
+def test_no_hint_spells_out_the_code(key: str) -> None:
+    # A hint points at the idea; a code span with a call, an index or an operator would be the answer.
+    assert not re.findall(r"`[^`]*[(\[@=][^`]*`", checks.EXERCISES[key].hint_text)
+
+
+@pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
+def test_no_exercise_prompt_gives_the_answers_expression(path: Path) -> None:
+    prompts = "\n".join(source for kind, source in all_cells(path) if kind == "markdown")
+    for give_away in ("keys @ W_a.T", "Sets make it one line", "torch.bmm("):
+        assert give_away not in prompts
+
+
 @pytest.mark.parametrize("path", EXERCISE_NOTEBOOKS, ids=lambda p: p.name)
 def test_set_up_cell_imports_the_graders_preamble_and_binds_every_question(path: Path) -> None:
     chapter = int(path.name[2:4])
@@ -1374,8 +1505,32 @@ def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
 
 def test_scripted_model_decodes_like_a_seq2seq_under_the_packages_greedy_search() -> None:
     exercise = checks.EXERCISES["ch6.q1"]
-    lengths = {len(tokens) for case in exercise.cases() for tokens in exercise._reference(case.inputs)}
+    lengths = {len(tokens) for case in exercise.cases() for tokens in exercise._reference(case.inputs)[0]}
     assert 0 in lengths and 8 in lengths and len(lengths) >= 6  # empty, cut by max_len, and in between
+
+
+def test_greedy_check_counts_the_rows_fed_at_each_step() -> None:
+    # 4 sentences ending after 6, 5, 6 and 3 steps: the decoder sees 4 rows 3 times, then 3, 3, 2.
+    case = next(c for c in checks.EXERCISES["ch6.q1"].cases() if c.spec["seed"] == 135)
+    assert checks.EXERCISES["ch6.q1"]._reference(case.inputs)[1] == [4, 4, 4, 3, 3, 2]
+
+
+def test_greedy_that_drops_rows_with_boolean_masks_passes() -> None:
+    result = checks.EXERCISES["ch6.q1"].evaluate(greedy_masks_rows)
+    assert result.passed, result.message
+
+
+def test_beam_search_one_sentence_at_a_time_passes() -> None:
+    result = checks.EXERCISES["ch6.q3"].evaluate(beam_search_sentence_by_sentence)
+    assert result.passed, result.message
+
+
+def test_beam_search_variants_without_a_bug_are_the_packages_beam_search() -> None:
+    from attn_course.checks.ch6_decoding import _beam_search_variant
+
+    exercise = checks.EXERCISES["ch6.q3"]
+    for case in exercise.cases():
+        assert _beam_search_variant("")(case.inputs) == exercise._reference(case.inputs)
 
 
 def test_beam_step_of_size_one_is_the_greedy_choice() -> None:

@@ -39,6 +39,7 @@ from attn_course.checks.ch3_seq2seq import FINAL_STATE, MASKED_CROSS_ENTROPY
 from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
 from attn_course.checks.ch5_luong import LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
 from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
+    BEAM_SEARCH,
     BEAM_STEP,
     GREEDY_DECODE,
     ScriptedDecoder,
@@ -88,17 +89,26 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
-    6: (GREEDY_DECODE, BEAM_STEP),
+    6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.
 EXERCISES: dict[str, Exercise] = {ex.key: ex for chapter in _CHAPTERS.values() for ex in chapter}
 
 
-def chapter(number: int) -> tuple[Exercise, ...]:
-    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``."""
+def chapter(number: int, *, graded: bool = False) -> tuple[Exercise, ...]:
+    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``.
+
+    graded=True (the set-up cell of the notebooks `attn-course release` writes): the same checks and hints,
+    but `solution()` says that solutions are off instead of showing the model answer. The switch lives in
+    the set-up cell, where the instructor's release writes it, not in global state or the notebook's
+    metadata, which a kernel cannot read reliably; the grader never runs the set-up cell, and in its
+    sandbox no exercise has a model answer at all (`attn_course.grading.sandbox_child`).
+    """
     if number not in _CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(_CHAPTERS)}, got {number!r}")
+    if graded:
+        return tuple(exercise.for_graded_work() for exercise in _CHAPTERS[number])
     return _CHAPTERS[number]
 
 

@@ -77,10 +77,10 @@ def sequence_mask(X, valid_len, value=0):
     keep = keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))                       # broadcast over *rest
     return X.masked_fill(~keep, value)
 ''',
-    hint="Compare a row of positions `torch.arange(maxlen)` with a column of lengths `valid_len[:, None]`: "
-    "position j of row i is real when `j < valid_len[i]`. Reshape that (batch_size, maxlen) mask so it "
-    "broadcasts over any trailing axes, and fill with `X.masked_fill(~keep, value)`, which returns a new "
-    "tensor (d2l's `X[~mask] = value` writes into the caller's X).",
+    hint="Whether position j of row i is real depends only on j and valid_len[i]: compare a row of "
+    "positions with a column of lengths and let broadcasting build the whole (batch_size, maxlen) mask "
+    "at once. Then make that mask broadcast over X's trailing axes too, and build a new tensor rather "
+    "than writing into X (the caller's X must stay as it was).",
     covers="2-, 3- and 4-D X; float16/32/64 and int64; valid length 0 and full; maxlen 1; X left unchanged; "
     "a batch with no row at full length",
     defaults={"seed": 0, "shape": [3, 4], "dtype": "float32", "valid_len": "random", "value": 0},
@@ -204,11 +204,11 @@ def masked_softmax(scores, valid_lens=None):
     filled = work.masked_fill(~keep, torch.finfo(work.dtype).min)       # finite in every dtype: no NaN
     return (F.softmax(filled, dim=-1) * keep).to(scores.dtype)          # rows of valid length 0 become 0
 ''',
-    hint="Build a boolean mask `keep` of shape (batch_size, num_queries or 1, num_keys) from "
-    "`torch.arange(num_keys) < lengths`, for both forms of valid_lens. Fill the masked scores with a very "
-    "negative *finite* number (`torch.finfo(dtype).min`, not -inf and not -1e6, which overflows in "
-    "float16), take the softmax over the last axis, then multiply by the mask so that a row of valid "
-    "length 0 becomes all zeros. Compute float16/bfloat16 in float32 and cast back.",
+    hint="Build a boolean mask of the keys each query may see, for both forms of valid_lens. A masked score "
+    "must become (almost) 0 after the softmax yet stay finite in every dtype: think about what -1e6 "
+    "becomes in float16, and what -inf does to a row with no valid key. A row of valid length 0 must "
+    "end with all-zero weights, which a softmax alone never gives. Low-precision inputs are safer "
+    "computed in float32 and cast back.",
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
     "float16, bfloat16, float32, float64; finite gradients; scores left unchanged; "
     "large scores in float32 and float16",

@@ -143,10 +143,10 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
     weights = masked_softmax(scores, valid_lens)
     return torch.bmm(weights, values), weights
 ''',
-    hint="Three lines: the scores `torch.bmm(queries, keys.transpose(1, 2))` divided by `math.sqrt(d)` "
-    "with d "
-    "the query/key size (the last axis, not the number of keys); the weights `masked_softmax(scores, "
-    "valid_lens)`; the context `torch.bmm(weights, values)`. Return both.",
+    hint="Three steps: a score for every query against every key (a batched matrix product), divided by the "
+    "square root of the query/key size -- which axis holds that size, and which holds the number of "
+    "keys? -- then the weights from the masked softmax, then the weighted sum of the values. Return "
+    "the context and the weights.",
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
     "d, num_keys and value_size all different; float32 and float64; gradients",
     defaults=_ATTENTION_DEFAULTS,
@@ -397,11 +397,11 @@ class AdditiveAttention(nn.Module):
         return self.attend(queries, self.prepare(keys, values, valid_lens))
 ''',
     write=("prepare", "attend"),
-    hint="In `prepare`, compute `self.W_k(keys)` and return it with the values and valid_lens (a tuple). In "
-    "`attend`, project the queries with `self.W_q`, add every query to every projected key by "
-    "broadcasting (`[:, :, None, :]` and `[:, None, :, :]` give (batch, num_queries, num_keys, num_hiddens)),"
-    " apply tanh, then `self.w_v` and `.squeeze(-1)` for the scores, then `masked_softmax` and "
-    "`torch.bmm(weights, values)`.",
+    hint="`prepare` does the work that depends only on the keys, once, so that every decoder step reuses "
+    "it. `attend` projects the queries, combines every query with every key (give each its own new "
+    "axis and let broadcasting build a (batch, num_queries, num_keys, num_hiddens) tensor), and turns "
+    "each combination into one score with Bahdanau's tanh and w_v; then the masked softmax and the "
+    "weighted sum of the values.",
     covers="attend called once per decoder step; W_k used only in prepare; valid_lens None and "
     "(batch_size,); "
     "rows of valid length 0; one key; query, key, value and hidden sizes all different; float64; "
@@ -566,10 +566,10 @@ def general_scores(queries, keys, W_a):
     projected_keys = keys @ W_a.T                       # W_a k: (batch_size, num_keys, query_size)
     return torch.bmm(queries, projected_keys.transpose(1, 2))
 ''',
-    hint="Map the keys into the query space first: `W_a k` for every key is `keys @ W_a.T`, shape "
-    "(batch_size, "
-    "num_keys, query_size). Then it is a plain dot product with the queries: "
-    "`torch.bmm(queries, projected_keys.transpose(1, 2))`. No scaling, no softmax.",
+    hint="q^T W_a k is a dot product between the query and W_a k. Bring every key into the query's space "
+    "first -- with the keys stored as rows, think about which side of the product W_a goes on, and "
+    "whether it needs transposing -- and then score as in the plain dot product. No scaling, no "
+    "softmax.",
     covers="query_size different from key_size and equal to it; one key; float32 and float64; "
     "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=4, key_size=6),
@@ -667,10 +667,10 @@ def concat_scores(queries, keys, W_a, v_a):
                       dim=-1)                                                 #  query_size + key_size)
     return (torch.tanh(pairs @ W_a.T) @ v_a.T).squeeze(-1)
 ''',
-    hint="Pair every query with every key: expand queries to (batch, num_queries, num_keys, query_size) and "
-    "keys to (batch, num_queries, num_keys, key_size), then `torch.cat([q, k], dim=-1)` -- query first. "
-    "Apply `@ W_a.T`, tanh, `@ v_a.T`, and squeeze the last axis. (Splitting W_a into its query and key "
-    "columns avoids building the big tensor: W_a [q; k] = W_a[:, :query_size] q + W_a[:, query_size:] k.)",
+    hint="Every (query, key) pair needs its own [q; k], query first: expand the queries and the keys to a "
+    "common (batch, num_queries, num_keys, ...) shape before concatenating along the features. Then "
+    "Luong's concat score turns each pair into one number: W_a, tanh, v_a. (W_a [q; k] also splits "
+    "into a query part plus a key part, which avoids building the big tensor.)",
     covers="query_size different from key_size and equal to it; one key; float32 and float64; "
     "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=4),

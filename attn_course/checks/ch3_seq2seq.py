@@ -102,10 +102,10 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     real = torch.arange(tgt_out.shape[1], device=tgt_out.device)[None, :] < tgt_valid_lens[:, None]
     return (losses * real).sum() / real.sum()
 ''',
-    hint="`F.cross_entropy` wants the classes on axis 1: pass `logits.transpose(1, 2)` (batch, vocab, T) and "
-    "`reduction='none'` to get one loss per position, (batch, T). Build the mask of real positions from "
-    "`tgt_valid_lens` (as `sequence_mask` does), and divide the masked sum by the number of real tokens -- "
-    "not by batch_size * T, and not sentence by sentence.",
+    hint="First a loss per position, without reduction -- check which axis `F.cross_entropy` expects the "
+    "classes on. Then keep only the real positions of each target (from tgt_valid_lens, as in chapter "
+    "1), and average over the real tokens of the whole batch: not over batch_size * T, and not "
+    "sentence by sentence.",
     covers="padding labels <pad> or arbitrary; sentences of length 1 and without padding; float32 "
     "and float64; the gradient",
     defaults={
@@ -248,10 +248,9 @@ def final_state(outputs, valid_lens):
     rows = torch.arange(outputs.shape[0], device=outputs.device)
     return outputs[rows, valid_lens - 1]
 ''',
-    hint="Index two axes at once: `outputs[rows, valid_lens - 1]` with `rows = "
-    "torch.arange(batch_size)` picks "
-    "one position per sentence. The last real position of a sentence of length n is n - 1; `outputs[:, -1]` "
-    "is the last *padded* position, which for a short sentence is padding.",
+    hint="Each sentence needs the output at its own last real position, which depends on its valid length "
+    "(positions count from 0). The tensor's last position is padding for every shorter sentence. "
+    "Advanced indexing can pick one position per row, for all rows, in a single expression.",
     covers="padded and unpadded sentences, sentences of length 1, float32 and float64; "
     "no sentence at full length; the gradient",
     defaults={

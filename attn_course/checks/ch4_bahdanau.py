@@ -139,13 +139,11 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
         weights.append(weight[:, 0])
     return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
 ''',
-    hint="Loop over t. First attend with the state you have, s_{t-1}: `attention.attend(s[:, None, "
-    ":], memory)` "
-    "(a query axis of size 1) gives the context (batch, 1, enc_size) and the weights (batch, 1, "
-    "num_keys). Then "
-    "update the state: `s = rnn(torch.cat([embedded[:, t], context[:, 0]], -1), s)`. Collect s_t, c_t and "
-    "alpha_t, and stack them along axis 1. Never call `attention(...)` itself: that would project the keys "
-    "again.",
+    hint="Loop over the target steps. In Bahdanau's order, step t first attends with the state from before "
+    "the update, s_{t-1} (a query axis of size 1, through the memory prepared once), then feeds the "
+    "word's embedding together with the context to the GRU cell to get s_t. Collect each step's state, "
+    "context and weights and stack them along the time axis. Running the whole attention module at "
+    "each step would project the keys again.",
     covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and "
     "float64; gradients through time",
     defaults={
@@ -311,10 +309,9 @@ def alignment_error_rate(predicted, sure, possible):
     """
     return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
 ''',
-    hint="Sets make it one line: `len(A & S)` counts the predicted links that are sure, `len(A & P)` "
-    "those that "
-    "are at least possible. A possible-but-not-sure link is never an error and never required, so P appears "
-    "only in the numerator and S only in the denominator.",
+    hint="Think of A, S and P as sets of links: the formula's |A ∩ S| and |A ∩ P| are sizes of "
+    "intersections. A possible-but-not-sure link is never an error and never required: check where P "
+    "and S each appear in the formula, and that your counts follow it.",
     covers="argmax alignments, A = S (AER 0), A = P, an empty prediction, sure = possible",
     defaults={"seed": 0, "src_len": 5, "tgt_len": 6, "possible_rate": 0.35, "predicted": "argmax"},
     specs=[

@@ -95,10 +95,9 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     scores = queries @ W_a[:num_keys].T  # one score per source position: (batch, num_queries, num_keys)
     return masked_softmax(scores, valid_lens)
 ''',
-    hint="The scores do not look at the keys at all: one score per source *position*, `queries @ "
-    "W_a.T`. A batch "
-    "has only num_keys positions, so keep the first num_keys rows of W_a (`W_a[:num_keys]`), then apply "
-    "`masked_softmax` so that positions beyond each valid length get weight 0.",
+    hint="The location score ignores the keys: one score per source position, from the query alone through "
+    "W_a. W_a has a row for every position the model can handle, but a batch has only num_keys "
+    "positions: use just those. Positions beyond each valid length must get weight 0.",
     covers="num_keys below and equal to max_len; valid_lens None, (batch_size,) and (batch_size, "
     "num_queries); "
     "rows of valid length 0; one key; float32 and float64; "
@@ -254,11 +253,9 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     attentional = torch.tanh(torch.cat([context[:, 0], h_t], dim=-1) @ W_c.T)
     return h_t, attentional, weights[:, 0]
 ''',
-    hint="Three lines, in Luong's order: run the GRU first, on `torch.cat([y_emb, feed], -1)` (input "
-    "feeding: "
-    "the previous attentional state joins the input); attend with the new state, "
-    "`attention.attend(h_t[:, None, :], memory)`; then h̃_t = tanh of `torch.cat([context[:, 0], h_t], -1) @ "
-    "W_c.T` -- the context first.",
+    hint="Luong's order is not Bahdanau's: the RNN runs first, on the word's embedding together with the "
+    "previous attentional state (input feeding); then attend with the new state h_t; then the "
+    "attentional state tanh(W_c [c_t; h_t]), the context first in the concatenation.",
     covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64; gradients",
     defaults={
         "seed": 0,
@@ -433,10 +430,10 @@ def local_p_weights(scores, centres, window, valid_lens):
     sigma = window / 2
     return align * torch.exp(-distance**2 / (2 * sigma**2))
 ''',
-    hint="Compute the distance s - p_t for every position (broadcast `positions[None, None, :]` against "
-    "`centres[:, :, None]`). Mask the positions outside the window (|s - p_t| > D) *and* the padding (s >= "
-    "valid_len), softmax the remaining scores, zero the masked weights, then multiply by the Gaussian "
-    "exp(-(s - p_t)^2 / (2 sigma^2)) with sigma = D / 2. Keep p_t real-valued and do not renormalise.",
+    hint="Work with the distance s - p_t between every source position and every query's centre (broadcast "
+    "the positions against the centres). Positions outside the window and padding positions get no "
+    "weight: mask both before the softmax. Then scale the weights by the Gaussian of the distance, "
+    "with sigma = D / 2 and p_t kept real-valued; Luong et al. do not renormalise afterwards.",
     covers="windows of 1, 2 and 3; windows that reach past the start and the end of the sentence; padded and "
     "length-1 sources; float32 and float64; "
     "window edges exactly on a position; large scores; gradients with respect to the scores and p_t",

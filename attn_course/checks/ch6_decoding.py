@@ -1,8 +1,11 @@
-"""Chapter 6's exercises, decoding: batched `greedy_decode` (ch6.q1) and one `beam_step` (ch6.q2).
+"""Chapter 6's exercises, decoding: batched `greedy_decode` (ch6.q1), one `beam_step` (ch6.q2) and a batched
+`beam_search` (ch6.q3).
 
-The greedy cases run a `ScriptedModel`, a stand-in for `Seq2Seq` whose logits are a fixed function of the
-source, the previous token and the step, so that the expected output (and each sentence's <eos>) is known
-exactly; the beam step is checked against the best continuations over all beams.
+The greedy and beam-search cases run a `ScriptedModel`, a stand-in for `Seq2Seq` whose logits are a fixed
+function of the source, the previous token (for beam search also the one before, so that a row's state is
+its own history) and the step, so that the expected output (and each sentence's <eos>) is known exactly.
+The greedy check also counts the rows fed to the decoder at each step: finished sentences must leave the
+batch. The beam step is checked against the best continuations over all beams.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ from attn_course.checks.inputs import seeded_randn, spec_generator, spec_lengths
 
 
 class ScriptedState(NamedTuple):
-    """The decoding state of a `ScriptedModel`: each sentence's source offsets and the step count."""
+    """The decoding state of a `ScriptedModel`: each row's source offsets, the step count, and (for a model
+    with a `previous` table) each row's token before the last one, so a row's state is its own history."""
 
     source: torch.Tensor
     step: int
+    before: torch.Tensor | None = None
 
     def index_select(self, index: torch.Tensor) -> ScriptedState:
-        return ScriptedState(self.source.index_select(0, index), self.step)
+        before = None if self.before is None else self.before.index_select(0, index)
+        return ScriptedState(self.source.index_select(0, index), self.step, before)
 
 
 class ScriptedDecoder(nn.Module):
@@ -35,30 +41,44 @@ class ScriptedDecoder(nn.Module):
 
     has_attention = False
 
-    def __init__(self, transitions: torch.Tensor, steps: torch.Tensor):
+    def __init__(self, transitions: torch.Tensor, steps: torch.Tensor, previous: torch.Tensor | None = None):
         super().__init__()
         self.transitions = nn.Parameter(transitions, requires_grad=False)
         self.steps = nn.Parameter(steps, requires_grad=False)
+        self.previous = None if previous is None else nn.Parameter(previous, requires_grad=False)
         self.vocab_size = transitions.shape[0]
+        self.rows_fed: list[int] = []  # the batch size of every call of step(), for checking a search's work
 
     def init_state(self, enc: torch.Tensor) -> ScriptedState:
-        return ScriptedState(enc, 0)
+        before = None if self.previous is None else torch.zeros(enc.shape[0], dtype=torch.long)
+        return ScriptedState(enc, 0, before)
 
     def step(self, y_prev: torch.Tensor, state: ScriptedState) -> tuple[torch.Tensor, ScriptedState, None]:
+        self.rows_fed.append(int(y_prev.shape[0]) if y_prev.dim() else 1)
         t = min(state.step, self.steps.shape[0] - 1)
         logits = self.transitions[y_prev] + state.source + self.steps[t]
-        return logits, ScriptedState(state.source, state.step + 1), None
+        if self.previous is None:
+            return logits, ScriptedState(state.source, state.step + 1), None
+        logits = logits + self.previous[state.before]  # depends on the row's own history: a beam's state
+        return logits, ScriptedState(state.source, state.step + 1, y_prev.clone()), None
 
 
 class ScriptedModel(nn.Module):
     """A stand-in for `attn_course.seq2seq.Seq2Seq` with the same decoding interface -- `encode(src,
     src_valid_lens)`, `decoder.init_state(enc)`, `decoder.step(y_prev, state)` -- whose choices are fixed
-    by three tables, so that a decoding exercise can be checked exactly and quickly."""
+    by three tables (four with `previous`: logits also depend on the token before the last), so that a
+    decoding exercise can be checked exactly and quickly."""
 
-    def __init__(self, source_logits: torch.Tensor, transitions: torch.Tensor, steps: torch.Tensor):
+    def __init__(
+        self,
+        source_logits: torch.Tensor,
+        transitions: torch.Tensor,
+        steps: torch.Tensor,
+        previous: torch.Tensor | None = None,
+    ):
         super().__init__()
         self.source_logits = nn.Parameter(source_logits, requires_grad=False)
-        self.decoder = ScriptedDecoder(transitions, steps)
+        self.decoder = ScriptedDecoder(transitions, steps, previous)
 
     def encode(self, src: torch.Tensor, src_valid_lens: torch.Tensor) -> torch.Tensor:
         real = (torch.arange(src.shape[1])[None, :] < src_valid_lens[:, None]).to(self.source_logits.dtype)
@@ -89,34 +109,39 @@ def _greedy_case(spec: dict[str, Any]) -> Case:
         f"a batch of {b} sources of lengths {lens.tolist()}, vocabulary {v}, <bos> 1, <eos> 2, "
         f"max_len {max_len}"
     )
-    return Case(label, inputs, spec, "the token lists")
+    return Case(label, inputs, spec, ("the token lists", "the rows fed to the decoder at each step"))
 
 
 def _scripted_model(inputs: dict[str, Any]) -> ScriptedModel:
-    return ScriptedModel(inputs["source_logits"], inputs["transitions"], inputs["steps"]).eval()
+    tables = inputs["source_logits"], inputs["transitions"], inputs["steps"], inputs.get("previous")
+    return ScriptedModel(*tables).eval()
 
 
-def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> Any:
-    return fn(
-        _scripted_model(inputs),
+def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> tuple[Any, list[int]]:
+    """The learner's token lists, and the batch size of every decoder call it made (its work)."""
+    model = _scripted_model(inputs)
+    tokens = fn(
+        model,
         inputs["src"],
         inputs["src_valid_lens"],
         bos=inputs["bos"],
         eos=inputs["eos"],
         max_len=inputs["max_len"],
     )
+    return tokens, list(model.decoder.rows_fed)
 
 
-def _greedy_reference(inputs: dict[str, Any]) -> list[list[int]]:
+def _greedy_reference(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
+    model = _scripted_model(inputs)
     hypotheses = resolve("attn_course.decoding.greedy_decode")(
-        _scripted_model(inputs),
+        model,
         inputs["src"],
         inputs["src_valid_lens"],
         bos=inputs["bos"],
         eos=inputs["eos"],
         max_len=inputs["max_len"],
     )
-    return [h.tokens for h in hypotheses]
+    return [h.tokens for h in hypotheses], list(model.decoder.rows_fed)
 
 
 def _rollout(inputs: dict[str, Any], steps: int, feed_bos: bool = False) -> list[list[int]]:
@@ -138,24 +163,42 @@ def _cut(row: list[int], eos: int, keep_eos: bool = False) -> list[int]:
     return row[: row.index(eos) + keep_eos] if eos in row else row
 
 
+def _rows_dropping(rows: list[list[int]], eos: int, max_len: int) -> list[int]:
+    """The rows fed at each step when every sentence leaves the batch at its <eos> (or max_len)."""
+    ends = [min(r.index(eos) + 1 if eos in r else max_len, max_len) for r in rows]
+    return [sum(end > t for end in ends) for t in range(max(ends, default=0))]
+
+
 def _greedy_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> list[list[int]]:
-        eos, max_len = inputs["eos"], inputs["max_len"]
-        if kind == "eos_kept":
-            return [_cut(r, eos, keep_eos=True) for r in _rollout(inputs, max_len)]
-        if kind == "no_stop":
-            return _rollout(inputs, max_len)
-        if kind == "feed_bos":
-            return [_cut(r, eos) for r in _rollout(inputs, max_len, feed_bos=True)]
-        if kind in ("max_len_minus", "max_len_plus"):
-            return [_cut(r, eos) for r in _rollout(inputs, max_len + (1 if kind == "max_len_plus" else -1))]
+    """A known-wrong greedy search: its token lists and the rows it feeds the decoder at each step."""
+
+    def variant(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
+        eos, max_len, b = inputs["eos"], inputs["max_len"], inputs["src"].shape[0]
         rows = _rollout(inputs, max_len)
         ends = [r.index(eos) + 1 if eos in r else max_len for r in rows]
+        right = [_cut(r, eos) for r in rows]
+        if kind in ("truncates", "keeps_rows") and max(ends) == max_len:
+            return None  # the two are the same work here: let a case where they differ name the mistake
+        if kind == "truncates":  # d2l's predict_step: every row to max_len, cut afterwards
+            return right, [b] * max_len
+        if kind == "keeps_rows":  # stops when all are done, but finished rows stay in the batch
+            return right, [b] * max(ends)
+        if kind == "eos_kept":
+            return [_cut(r, eos, keep_eos=True) for r in rows], _rows_dropping(rows, eos, max_len)
+        if kind == "no_stop":
+            return rows, [b] * max_len
+        if kind == "feed_bos":
+            fed = _rollout(inputs, max_len, feed_bos=True)
+            return [_cut(r, eos) for r in fed], _rows_dropping(fed, eos, max_len)
+        if kind in ("max_len_minus", "max_len_plus"):
+            n = max_len + (1 if kind == "max_len_plus" else -1)
+            longer = _rollout(inputs, n)
+            return [_cut(r, eos) for r in longer], _rows_dropping(longer, eos, n) if n else []
         if kind == "first_stops_all":
             stop = min(ends)
-            return [_cut(r[:stop], eos) for r in rows]
+            return [_cut(r[:stop], eos) for r in rows], [b] * stop
         stop = max(ends)  # "all_stop": keeps going after a sentence's <eos>
-        return [[token for token in r[:stop] if token != eos] for r in rows]
+        return [[token for token in r[:stop] if token != eos] for r in rows], [b] * stop
 
     return variant
 
@@ -169,33 +212,37 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
     """Greedy search for a batch: at every step each unfinished sentence takes its most likely token.
 
     model: has `encode(src, src_valid_lens)`, `decoder.init_state(enc)` and `decoder.step(y_prev, state)
-    -> (logits (batch_size, vocab_size), state, weights)`; src: (batch_size, S);
-    src_valid_lens: (batch_size,).
+    -> (logits (n, vocab_size), state, weights)` for the n rows still in the batch; the state has
+    `state.index_select(rows)`, which keeps (in that order) the rows given by a long tensor.
+    src: (batch_size, S); src_valid_lens: (batch_size,).
     max_len: the most tokens per sentence, <eos> included.
-    Returns: one list of token ids per sentence, without <bos> and <eos>; a sentence stops at its own <eos>.
+    Returns: one list of token ids per sentence, without <bos> and <eos>; a sentence stops at its own <eos>
+    and leaves the batch: the decoder is called only for unfinished sentences, and not at all once every
+    sentence has finished.
     """
     state = model.decoder.init_state(model.encode(src, src_valid_lens))
     y = torch.full((src.shape[0],), bos, dtype=torch.long)
     tokens = [[] for _ in range(src.shape[0])]
-    finished = [False] * src.shape[0]
+    active = torch.arange(src.shape[0])                    # the sentence of each row still in the batch
     for _ in range(max_len):
         logits, state, _ = model.decoder.step(y, state)
         y = logits.argmax(dim=-1)                          # feed back the model's own choice
-        for i, token in enumerate(y.tolist()):
-            if not finished[i]:
-                finished[i] = token == eos
-                if not finished[i]:
-                    tokens[i].append(token)
-        if all(finished):
+        for i, token in zip(active.tolist(), y.tolist(), strict=True):
+            if token != eos:
+                tokens[i].append(token)
+        keep = (y != eos).nonzero()[:, 0]                  # finished sentences leave the batch
+        if keep.numel() == 0:
             break
+        active, y, state = active[keep], y[keep], state.index_select(keep)
     return tokens
 ''',
-    hint="Start from `state = model.decoder.init_state(model.encode(src, src_valid_lens))` and y = <bos> for "
-    "every sentence. At each of at most max_len steps: `logits, state, _ = model.decoder.step(y, state)`, "
-    "y = the argmax over the vocabulary (fed back at the next step). Keep a `finished` flag per sentence: a "
-    "sentence that produced <eos> takes no more tokens (and <eos> itself is not in its list). Stop when all "
-    "are finished.",
-    covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one",
+    hint="Start from the encoder's state and <bos> for every sentence; at each of at most max_len steps, "
+    "ask the decoder for the next token's logits, take the most likely token and feed it back at the next "
+    "step. Keep track of which sentence each row of the batch belongs to: a sentence that produced <eos> "
+    "is finished (and <eos> is not in its list), so drop its row from the tokens you feed back and from "
+    "the decoder state (`state.index_select` keeps the rows you give it). When no row is left, stop.",
+    covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one; "
+    "finished sentences leave the batch and the search stops when all have finished",
     defaults={
         "seed": 0,
         "batch_size": 4,
@@ -211,11 +258,25 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
         {"seed": 138},
         {"seed": 131, "batch_size": 3, "max_len": 1},
         {"seed": 134, "batch_size": 1, "max_len": 6},
+        {"seed": 135, "max_len": 10},  # every sentence ends before max_len, at different steps
     ],
     build=_greedy_case,
     call=_greedy_call,
     reference=_greedy_reference,
     mistakes=[
+        Mistake(
+            "The tokens are right, but your search ran every sentence to max_len and cut the lists "
+            "afterwards (d2l's way): stop calling the decoder once every sentence has produced <eos>, and "
+            "drop each finished sentence's row from the batch.",
+            _greedy_variant("truncates"),
+        ),
+        Mistake(
+            "The tokens are right, but finished sentences stayed in the batch: the decoder kept computing "
+            "their rows after their <eos>. Drop a sentence's row (from the tokens fed back and from the "
+            "state, `state.index_select`) as soon as it finishes, so each step feeds only the unfinished "
+            "sentences.",
+            _greedy_variant("keeps_rows"),
+        ),
         Mistake(
             "The lists end with <eos>: leave it out (the token lists are the words, without <bos> and "
             "<eos>).",
@@ -327,11 +388,10 @@ def beam_step(beam_scores, log_probs, beam_size):
     scores, index = candidates.topk(beam_size, dim=-1)
     return scores, index // vocab_size, index % vocab_size
 ''',
-    hint="A continuation's score is its prefix's score plus the token's log-probability: "
-    "`beam_scores[:, :, None] + log_probs`. Flatten the beams and tokens into one axis of beam_size * "
-    "vocab_size candidates per sentence and take `topk(beam_size)`; candidate c extends beam `c // "
-    "vocab_size` "
-    "with token `c % vocab_size`.",
+    hint="A continuation's score is its prefix's log P plus the token's log-probability. The best beam_size "
+    "continuations are taken over all beams and tokens together, not beam by beam: put a sentence's "
+    "beam_size * vocab_size candidates on one axis, and work out from a candidate's position there "
+    "which beam it extends and which token it adds.",
     covers="the first step (one live beam), later steps, beam size 1, beam_size * vocab_size candidates",
     defaults={"seed": 0, "batch_size": 2, "beam_size": 3, "vocab_size": 7, "first_step": False},
     specs=[
@@ -392,4 +452,232 @@ def beam_step(beam_scores, log_probs, beam_size):
             "`.reshape(batch_size, -1)` first.",
         ),
     ],
+)
+
+
+def _beam_search_case(spec: dict[str, Any]) -> Case:
+    gen = spec_generator(spec)
+    b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
+    v, max_len, k = spec_size(spec, "vocab_size", 5), spec_size(spec, "max_len"), spec_size(spec, "beam_size")
+    bos, eos = 1, 2
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    src = torch.randint(3, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
+    steps = torch.zeros(max_len + 2, v)
+    steps[:, eos] = (torch.arange(max_len + 2) - max_len / 3) * spec["eos_ramp"]  # <eos> likelier as t grows
+    steps[:, [0, bos]] = -1e4  # <pad> and <bos> are never generated
+    inputs = {
+        "source_logits": seeded_randn((v, v), gen, torch.float32, spec["source_scale"]),
+        "transitions": seeded_randn((v, v), gen, torch.float32, 1.0),
+        "previous": seeded_randn((v, v), gen, torch.float32, 1.5),
+        "steps": steps,
+        "src": src,
+        "src_valid_lens": lens,
+        "bos": bos,
+        "eos": eos,
+        "max_len": max_len,
+        "beam_size": k,
+        "alpha": float(spec["alpha"]),
+    }
+    label = (
+        f"a batch of {b} sources of lengths {lens.tolist()}, vocabulary {v}, <bos> 1, <eos> 2, "
+        f"max_len {max_len}, beam_size {k}, alpha {spec['alpha']}"
+    )
+    return Case(label, inputs, spec, "the token lists")
+
+
+def _beam_search_call(fn: Callable, inputs: dict[str, Any]) -> Any:
+    return fn(
+        _scripted_model(inputs),
+        inputs["src"],
+        inputs["src_valid_lens"],
+        bos=inputs["bos"],
+        eos=inputs["eos"],
+        max_len=inputs["max_len"],
+        beam_size=inputs["beam_size"],
+        alpha=inputs["alpha"],
+    )
+
+
+def _beam_search_reference(inputs: dict[str, Any]) -> list[list[int]]:
+    hypotheses = resolve("attn_course.decoding.beam_search")(
+        _scripted_model(inputs),
+        inputs["src"],
+        inputs["src_valid_lens"],
+        bos=inputs["bos"],
+        eos=inputs["eos"],
+        max_len=inputs["max_len"],
+        beam_size=inputs["beam_size"],
+        length_penalty_alpha=inputs["alpha"],
+    )
+    return [h.tokens for h in hypotheses]
+
+
+def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
+    """Beam search for sentence i alone, as attn_course.decoding.beam_search does it, or with one bug
+    (`kind`): the known-wrong variants of ch6.q3. Each sentence's search is independent of the others'."""
+    model, eos, k, alpha = _scripted_model(inputs), inputs["eos"], inputs["beam_size"], inputs["alpha"]
+    with torch.no_grad():
+        enc = model.encode(inputs["src"][i : i + 1], inputs["src_valid_lens"][i : i + 1])
+        state = model.decoder.init_state(enc)
+        state = state.index_select(torch.zeros(k, dtype=torch.long))
+        scores = [0.0] + [-math.inf] * (k - 1)
+        prefixes: list[list[int]] = [[] for _ in range(k)]
+        y = torch.full((k,), inputs["bos"], dtype=torch.long)
+        finished: list[tuple[float, float, list[int]]] = []  # (log P / lp, log P, tokens)
+        for t in range(inputs["max_len"]):
+            logits, new_state, _ = model.decoder.step(y, state)
+            log_probs = F.log_softmax(logits.float(), dim=-1).double()
+            lp = 1.0 if kind == "no_norm" else (t + 1) ** alpha
+            candidates = (torch.tensor(scores, dtype=torch.float64)[:, None] + log_probs).view(-1)
+            top, index = candidates.topk(2 * k)
+            picks = [(float(score), int(c) // log_probs.shape[1], int(c) % log_probs.shape[1])
+                     for score, c in zip(top.tolist(), index.tolist(), strict=True)]
+            if kind != "eos_continues":
+                finished += [(score / lp, score, prefixes[beam]) for score, beam, token in picks[:k]
+                             if token == eos and math.isfinite(score)]
+            if kind in ("keeps_finished", "eos_continues"):
+                live = picks[:k]  # <eos> continuations stay in the beam and are extended
+            else:
+                live = [p for p in picks if p[2] != eos][:k]
+            scores = [score for score, _, _ in live]
+            prefixes = [prefixes[beam] + [token] for _, beam, token in live]
+            rows = torch.tensor([beam for _, beam, _ in live])
+            state = new_state if kind == "no_reorder" else new_state.index_select(rows)
+            y = torch.tensor([token for _, _, token in live])
+            at_limit = t + 1 == inputs["max_len"]
+            if at_limit or len(finished) >= k or (kind == "first_stops" and finished):
+                if at_limit:
+                    room = max(0, k - len(finished)) if kind != "eos_continues" else k
+                    live_ones = [(sc, p) for sc, p in zip(scores, prefixes, strict=True) if math.isfinite(sc)]
+                    finished += [(sc / lp, sc, p) for sc, p in live_ones[:room]]
+                break
+    return max(finished, key=lambda c: c[0])[2]
+
+
+def _beam_search_variant(kind: str):
+    def variant(inputs: dict[str, Any]) -> list[list[int]]:
+        return [_one_beam_search(inputs, i, kind) for i in range(inputs["src"].shape[0])]
+
+    return variant
+
+
+BEAM_SEARCH = Exercise(
+    "ch6.q3",
+    "beam_search",
+    "Batched beam search with finished hypotheses and length normalisation",
+    solution='''
+def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    """Beam search for a batch: keep the beam_size most likely prefixes of every sentence.
+
+    model: as in greedy_decode (`encode`, `decoder.init_state`, `decoder.step`; the state has
+    `index_select(rows)`); src: (batch_size, S); src_valid_lens: (batch_size,).
+    Each step extends every live prefix by every token; among a sentence's beam_size best continuations,
+    those ending in <eos> are finished hypotheses, and the beam_size best that do not end in <eos> are the
+    new beams. A sentence is done when it has beam_size finished hypotheses, or at max_len, where its live
+    prefixes become candidates too. Returns, per sentence, the tokens (without <bos> and <eos>) of the
+    candidate with the best log P / L^alpha, L its number of tokens, <eos> included.
+    """
+    batch_size, K = src.shape[0], beam_size
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(batch_size).repeat_interleave(K))  # K rows per sentence
+    scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64)
+    scores[:, 0] = 0.0                                   # the K rows start equal: expand only the first
+    prefixes = [[] for _ in range(batch_size * K)]       # the tokens of each row's prefix
+    y = torch.full((batch_size * K,), bos, dtype=torch.long)
+    finished = [[] for _ in range(batch_size)]           # (log P / L^alpha, tokens) per sentence
+    done = [False] * batch_size
+    for t in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1).double()
+        vocab_size = log_probs.shape[-1]
+        candidates = (scores.view(-1, 1) + log_probs).view(batch_size, K * vocab_size)
+        top, index = candidates.topk(2 * K, dim=-1)     # 2K: at least K of them do not end in <eos>
+        rows, tokens = (index // vocab_size).tolist(), (index % vocab_size).tolist()
+        keep = []                                        # (row, token) of each new beam, sentence-major
+        for b in range(batch_size):
+            for j in range(K):
+                if tokens[b][j] == eos and top[b, j] > -math.inf and not done[b]:
+                    prefix = prefixes[b * K + rows[b][j]]
+                    finished[b].append((top[b, j].item() / (t + 1) ** alpha, prefix))
+            live = [j for j in range(2 * K) if tokens[b][j] != eos][:K]
+            keep += [(b * K + rows[b][j], tokens[b][j]) for j in live]
+            scores[b] = top[b, live]
+        prefixes = [prefixes[row] + [token] for row, token in keep]
+        state = state.index_select(torch.tensor([row for row, _ in keep]))  # the state follows its beam
+        y = torch.tensor([token for _, token in keep])
+        for b in range(batch_size):
+            if not done[b] and t + 1 == max_len:         # at max_len, live prefixes are candidates too
+                live = [k for k in range(K) if scores[b, k] > -math.inf][: K - len(finished[b])]
+                finished[b] += [(scores[b, k].item() / (t + 1) ** alpha, prefixes[b * K + k]) for k in live]
+            done[b] = done[b] or len(finished[b]) >= K or t + 1 == max_len
+        if all(done):
+            break
+    return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
+''',
+    hint="Give each sentence beam_size rows (the state's `index_select` can repeat rows), only the first "
+    "alive at the start (score 0, the others -inf). Each step ranks the continuations like your "
+    "beam_step, but looks at more than beam_size of them, since some of the best may end in <eos>: "
+    "those among the beam_size best are set aside with log P / L^alpha, and the beam_size best others "
+    "become the beams. The decoder state must follow the beams you keep. A sentence is done with "
+    "beam_size finished hypotheses, or at max_len, where its live beams compete too.",
+    covers="beams reordered across rows, hypotheses finishing at different steps, length normalisation "
+    "changing the winner, sentences stopped by max_len, beam size 1 and 3",
+    defaults={
+        "seed": 0,
+        "batch_size": 3,
+        "num_keys": 5,
+        "vocab_size": 7,
+        "max_len": 8,
+        "beam_size": 3,
+        "alpha": 0.75,
+        "eos_ramp": 0.6,
+        "source_scale": 3.0,
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 157},
+        {"seed": 163, "beam_size": 2, "max_len": 10},
+        {"seed": 156, "alpha": 1.0},  # one sentence's best translation is empty: <eos> at once
+        {"seed": 154, "beam_size": 1, "max_len": 6},
+        {"seed": 161, "batch_size": 4, "max_len": 5},
+    ],
+    build=_beam_search_case,
+    call=_beam_search_call,
+    reference=_beam_search_reference,
+    mistakes=[
+        Mistake(
+            "The decoder state does not follow the beams: after choosing the new beams, reorder the state "
+            "with `state.index_select(rows)` so that each row's state is that of the prefix it extends "
+            "(one beam may continue another row's prefix, or two beams the same one).",
+            _beam_search_variant("no_reorder"),
+        ),
+        Mistake(
+            "The winner was picked by raw log P: divide each candidate's log P by L^alpha (L its number of "
+            "tokens, <eos> included) before comparing; raw scores favour short translations.",
+            _beam_search_variant("no_norm"),
+        ),
+        Mistake(
+            "Hypotheses ending in <eos> stayed in the beam and were extended: set them aside as finished, "
+            "and fill the beam with the beam_size best continuations that do not end in <eos>.",
+            _beam_search_variant("keeps_finished"),
+        ),
+        Mistake(
+            "<eos> was treated as an ordinary token: a continuation ending in <eos> is a finished "
+            "hypothesis (its tokens without <eos>), not a prefix to extend up to max_len.",
+            _beam_search_variant("eos_continues"),
+        ),
+        Mistake(
+            "The sentence stopped when its first hypothesis finished: go on until it has beam_size finished "
+            "hypotheses (or reaches max_len), since a later one may score better.",
+            _beam_search_variant("first_stops"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"selected index k out of range",
+            "Take the best continuations over all of a sentence's beams and tokens at once: view the "
+            "candidates as (batch_size, beam_size * vocab_size) before topk.",
+        ),
+    ],
+    package=["attn_course.decoding.beam_search"],
 )

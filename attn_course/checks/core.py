@@ -11,6 +11,7 @@ attn_course); `Exercise` ties them together into `cases()`, `attempt()`, `judge(
 from __future__ import annotations
 
 import ast
+import copy
 import html
 import math
 import os
@@ -412,7 +413,10 @@ class Exercise:
     specs: the cases every learner sees; build(spec) -> Case; call(answer, inputs) -> output runs the
     learner's code; reference(inputs) -> output; mistakes and error_hints name wrong answers;
     package: dotted names of the package objects the learner re-implements (refused as answers).
+    graded: True for graded work (`for_graded_work()`): `solution()` then says that solutions are off.
     """
+
+    graded = False
 
     def __init__(
         self,
@@ -688,8 +692,21 @@ class Exercise:
             )
         )
 
+    def for_graded_work(self) -> Exercise:
+        """This exercise for graded work: the same check and hint, no model answer (`solution()` says so)."""
+        graded = copy.copy(self)
+        graded.graded, graded.solution_code = True, ""
+        return graded
+
     def solution(self) -> None:
-        """Show the model answer."""
+        """Show the model answer (in graded work, a line saying that solutions are off)."""
+        if self.graded:
+            text = (
+                f"Solutions are off for graded work ({self.key}): `{self.key.split('.')[1]}.check()` says "
+                f"what is wrong and `{self.key.split('.')[1]}.hint()` gives a nudge."
+            )
+            _show(_Rich(text, f"<b>Solution</b>: {_markdown_to_html(text)}", text))
+            return
         text = f"Solution ({self.key}):\n{self.solution_code}"
         _show(
             _Rich(

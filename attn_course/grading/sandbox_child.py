@@ -10,6 +10,7 @@ step, and writes back plain data only. Everything it writes is untrusted: the gr
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import linecache
 import os
@@ -192,6 +193,7 @@ def _sandbox(job_dir: Path) -> None:
     limits = Limits(**job["limits"])
     _limit_process(limits)
     runner = _StepRunner(job_dir, limits, skip={Step.from_json(s) for s in job["skip"]})
+    _hide_solutions(job["exercises"])
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     runner.run(Step.preamble(), lambda: exec(compile(job["preamble"], "<set-up imports>", "exec"), namespace))
     for key in job["exercises"]:
@@ -212,7 +214,46 @@ def _sandbox(job_dir: Path) -> None:
     os._exit(0)
 
 
-def _switch_off(dotted: str, key: str, name: str) -> None:
+#: What every exercise's `solution_code` becomes in the sandbox: exec'ing it defines nothing and says why.
+SOLUTION_OFF = 'raise RuntimeError("the model answers are off while grading: write the exercise yourself")\n'
+
+
+def _refuse_reference(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("the checks' references are off while grading: write the exercise yourself")
+
+
+def _hide_solutions(keys: list[str]) -> None:
+    """Before any learner code runs: no exercise keeps its model answer or a way to compute it.
+
+    The sandbox only calls the learner's code (`Exercise.attempt`); the references, the known-wrong variants
+    and the case builders run in the grader. So every exercise's solution_code becomes SOLUTION_OFF, its
+    reference, case builder and mistakes go, and `solution()` says solutions are off. The functions of the
+    checks' chapter modules (references such as chapter 6's `_beam_step`, and the helpers they call) and the
+    private helpers beside the package functions the job's exercises re-implement (e.g.
+    `attn_course.decoding._beam_search`) refuse calls from learner code; the checks still call them.
+    """
+    for exercise in checks.EXERCISES.values():
+        exercise.graded, exercise.solution_code = True, SOLUTION_OFF
+        exercise._reference = exercise._build = _refuse_reference
+        exercise.mistakes = ()
+    modules = {m for name, m in sys.modules.items() if name.startswith("attn_course.checks.ch")}
+    modules |= {
+        importlib.import_module(dotted.rpartition(".")[0])
+        for key in keys
+        for dotted in checks.EXERCISES[key].package
+    }
+    for module in modules:
+        chapter_module = module.__name__.startswith("attn_course.checks.ch")
+        for name, value in list(vars(module).items()):
+            if (
+                inspect.isfunction(value)
+                and value.__module__ == module.__name__
+                and (chapter_module or name.startswith("_"))
+            ):
+                _switch_off(f"{module.__name__}.{name}", why="it computes the checks' answers")
+
+
+def _switch_off(dotted: str, key: str = "", name: str = "", why: str = "") -> None:
     """Make a package function (or class) the learner must write refuse calls from the learner's code, with a
     message that says so. Calls from the package and the checks (e.g. another exercise's harness) still work.
     Only in the sandbox, while grading."""
@@ -224,9 +265,8 @@ def _switch_off(dotted: str, key: str, name: str) -> None:
 
     def switched_off(*args: Any, **kwargs: Any) -> Any:
         if checks.is_learner_frame(sys._getframe(1).f_code.co_filename):
-            raise RuntimeError(
-                f"{dotted} is switched off while grading: {key} asks you to write `{name}` yourself"
-            )
+            reason = why or f"{key} asks you to write `{name}` yourself"
+            raise RuntimeError(f"{dotted} is switched off while grading: {reason}")
         return original(*args, **kwargs)
 
     setattr(module, attr, switched_off)
