@@ -609,6 +609,112 @@ def local_rounded(scores, centres, window, valid_lens):
     return local(scores, centres, window, valid_lens, rounded=True)
 
 
+def local_p(
+    queries,
+    scores,
+    W_p,
+    v_p,
+    window,
+    valid_lens,
+    *,
+    S="valid",
+    tanh=True,
+    linear=True,
+    sigma=None,
+    before=None,
+    edges=True,
+    use_window=True,
+    cut_padding=True,
+    renormalise=False,
+):
+    lengths = {
+        "valid": valid_lens,
+        "padded": torch.full_like(valid_lens, scores.shape[-1]),
+        "minus_one": valid_lens - 1,
+    }
+    hidden = F.linear(queries, W_p) if linear else queries @ W_p
+    centres = lengths[S][:, None] * torch.sigmoid(
+        F.linear(torch.tanh(hidden) if tanh else hidden, v_p)[..., 0]
+    )
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = torch.zeros_like(distance, dtype=torch.bool)
+    if use_window:
+        outside |= distance.abs() > window if edges else distance.abs() >= window
+    if cut_padding:
+        outside |= positions >= valid_lens[:, None, None]
+    sigma = window / 2 if sigma is None else sigma
+    gaussian = torch.exp(-(distance**2) / (2 * sigma**2))
+    if before == "log":
+        scores = scores - distance**2 / (2 * sigma**2)
+    elif before == "times":
+        scores = scores * gaussian
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    if before is None:
+        weights = weights * gaussian
+    return centres, weights / weights.sum(-1, keepdim=True) if renormalise else weights
+
+
+def local_p_padded_width(*args):
+    return local_p(*args, S="padded")
+
+
+def local_p_length_minus_one(*args):
+    return local_p(*args, S="minus_one")
+
+
+def local_p_no_tanh(*args):
+    return local_p(*args, tanh=False)
+
+
+def local_p_untransposed_W_p(*args):
+    return local_p(*args, linear=False)
+
+
+def local_p_sigma_d(queries, scores, W_p, v_p, window, valid_lens):
+    return local_p(queries, scores, W_p, v_p, window, valid_lens, sigma=window)
+
+
+def local_p_no_window(*args):
+    return local_p(*args, use_window=False)
+
+
+def local_p_window_past_end(*args):
+    return local_p(*args, cut_padding=False)
+
+
+def local_p_gaussian_added_to_scores(*args):
+    return local_p(*args, before="log")
+
+
+def local_p_gaussian_times_scores(*args):
+    return local_p(*args, before="times")
+
+
+def local_p_open_window(*args):
+    return local_p(*args, edges=False)
+
+
+def local_p_renormalised(*args):
+    return local_p(*args, renormalise=True)
+
+
+def local_p_one_sentence_at_a_time(queries, scores, W_p, v_p, window, valid_lens):
+    """A correct alternative: a Python loop over the sentences, nn.Linear-free, sigma written as D / 2."""
+    centres, weights = [], []
+    for i in range(queries.shape[0]):
+        n = int(valid_lens[i])
+        p = n * torch.sigmoid(torch.tanh(queries[i] @ W_p.T) @ v_p[0])
+        s = torch.arange(scores.shape[-1], dtype=scores.dtype)
+        inside = ((s[None, :] - p[:, None]).abs() <= window) & (s < n)
+        a = torch.softmax(torch.where(inside, scores[i], torch.tensor(-torch.inf, dtype=scores.dtype)), -1)
+        centres.append(p)
+        weights.append(
+            torch.where(inside, a, 0) * torch.exp(-((s[None, :] - p[:, None]) ** 2) / (2 * (window / 2) ** 2))
+        )
+    return torch.stack(centres), torch.stack(weights)
+
+
 def greedy(
     model,
     src,
@@ -783,6 +889,17 @@ MUTANTS = [
     ("ch5.q3", local_no_gaussian, "The Gaussian is missing"),
     ("ch5.q3", local_renormalised, "renormalised"),
     ("ch5.q3", local_rounded, "p_t was rounded"),
+    ("ch5.q4", local_p_padded_width, "not the batch's padded width"),
+    ("ch5.q4", local_p_length_minus_one, "You used S_i - 1"),
+    ("ch5.q4", local_p_no_tanh, "tanh is missing"),
+    ("ch5.q4", local_p_untransposed_W_p, "`queries @ W_p.T`"),
+    ("ch5.q4", local_p_sigma_d, "you used sigma = D"),
+    ("ch5.q4", local_p_no_window, "There is no window"),
+    ("ch5.q4", local_p_window_past_end, "not clipped to the sentence"),
+    ("ch5.q4", local_p_gaussian_added_to_scores, "were renormalised after the Gaussian"),
+    ("ch5.q4", local_p_gaussian_times_scores, "the Gaussian scaled the scores"),
+    ("ch5.q4", local_p_open_window, "edges are left out"),
+    ("ch5.q4", local_p_renormalised, "were renormalised after the Gaussian"),
     ("ch6.q1", greedy_keeps_eos, "end with <eos>"),
     ("ch6.q1", greedy_never_stops, "never stop"),
     ("ch6.q1", greedy_stops_at_first_eos, "first sentence produced <eos>"),
@@ -1115,6 +1232,31 @@ def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
     }
     expected = decoder.align(queries, memory, 0)[1]
     torch.testing.assert_close(checks.EXERCISES["ch5.q3"]._reference(inputs), expected)
+
+
+def test_local_p_attention_accepts_a_loop_over_sentences() -> None:
+    assert checks.EXERCISES["ch5.q4"].evaluate(local_p_one_sentence_at_a_time).passed
+
+
+def test_local_p_attention_exercise_agrees_with_the_packages_local_p_decoder() -> None:
+    from attn_course.decoders import LuongDecoder
+
+    decoder = LuongDecoder(11, 4, 6, enc_size=6, score="general", attention="local-p", window=2).eval()
+    keys, lens = torch.randn(3, 9, 6), torch.tensor([9, 5, 7])
+    queries = torch.randn(3, 4, 6)
+    memory = decoder.attention.prepare(keys, keys, lens)
+    inputs = {
+        "queries": queries,
+        "scores": decoder.attention.scores(queries, memory),
+        "W_p": decoder.W_p.weight.detach(),
+        "v_p": decoder.v_p.weight.detach(),
+        "window": 2,
+        "valid_lens": lens,
+    }
+    with torch.no_grad():
+        centres, weights = checks.EXERCISES["ch5.q4"]._reference(inputs)
+        torch.testing.assert_close(centres, decoder.centres(queries, 0, lens))
+        torch.testing.assert_close(weights, decoder.align(queries, memory, 0)[1])
 
 
 def test_scripted_model_decodes_like_a_seq2seq_under_the_packages_greedy_search() -> None:

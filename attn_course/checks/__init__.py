@@ -37,7 +37,7 @@ from attn_course.checks.ch2_scoring import (
 )
 from attn_course.checks.ch3_seq2seq import FINAL_STATE, MASKED_CROSS_ENTROPY
 from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
-from attn_course.checks.ch5_luong import LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
+from attn_course.checks.ch5_luong import LOCAL_P_ATTENTION, LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
 from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
     BEAM_STEP,
     GREEDY_DECODE,
@@ -87,7 +87,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES),
     3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
-    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
+    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP),
 }
 
