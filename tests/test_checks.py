@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attn_course import checks
 from attn_course.cli import hidden_template
@@ -398,6 +399,123 @@ def state_mean_with_padding(outputs, valid_lens):
 
 def state_first(outputs, valid_lens):
     return outputs[:, 0]
+
+
+class EncoderBase(nn.Module):
+    """The given __init__ of ch3.q3; each mutant below writes its own forward."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, decoder_hiddens):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * num_hiddens, decoder_hiddens)
+
+    def packed(self, src, valid_lens, **kwargs):
+        packed = pack_padded_sequence(
+            self.embedding(src),
+            valid_lens,
+            batch_first=True,
+            enforce_sorted=kwargs.get("enforce_sorted", False),
+        )
+        packed_outputs, h_n = self.rnn(packed)
+        length = kwargs.get("total_length", src.shape[1])
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=length)
+        return outputs, h_n
+
+
+class EncoderUnpacked(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1))).unsqueeze(0)
+
+
+class EncoderUnpackedZeroed(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        real = torch.arange(src.shape[1])[None, :, None] < valid_lens[:, None, None]
+        return outputs.masked_fill(~real, 0), torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderSorted(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens, enforce_sorted=True)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderShortOutputs(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens, total_length=None)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderBridgeLastColumn(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, -1]))[None]
+
+
+class EncoderBridgeLastWord(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[torch.arange(src.shape[0]), valid_lens - 1]))[None]
+
+
+class EncoderBridgeFirstPosition(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, 0, :]))[None]
+
+
+class EncoderBackwardFirst(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[-1], h_n[-2]], -1)))[None]
+
+
+class EncoderReshapedStates(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(h_n.reshape(src.shape[0], -1)))[None]
+
+
+class EncoderBackwardOnly(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(h_n[1]))[None]
+
+
+class EncoderNoTanh(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, self.bridge(torch.cat([h_n[0], h_n[1]], -1))[None]
+
+
+class EncoderNoLayerAxis(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))
+
+
+class EncoderSortsByHand(EncoderBase):
+    """A correct alternative: sort the batch by length, pack it sorted, and put the rows back in order."""
+
+    def forward(self, src, valid_lens):
+        lens, order = valid_lens.sort(descending=True)
+        outputs, h_n = self.packed(src[order], lens, enforce_sorted=True)
+        back = order.argsort()
+        s_0 = torch.tanh(self.bridge(h_n.transpose(0, 1).reshape(src.shape[0], -1)))
+        return outputs[back], s_0[back].unsqueeze(0)
+
+
+class EncoderOutputHalves(EncoderBase):
+    """Correct too: the final states read from the outputs (forward at the last word, backward at 0)."""
+
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        h = self.num_hiddens
+        forward_last = outputs[torch.arange(src.shape[0]), valid_lens - 1, :h]
+        return outputs, torch.tanh(self.bridge(torch.cat([forward_last, outputs[:, 0, h:]], -1)))[None]
 
 
 def bahdanau(
@@ -860,6 +978,18 @@ MUTANTS = [
     ("ch3.q2", state_off_by_one, "Off by one"),
     ("ch3.q2", state_mean_with_padding, "averaged every position, padding included"),
     ("ch3.q2", state_first, "took the first position"),
+    ("ch3.q3", EncoderUnpacked, "The GRU ran over the padding"),
+    ("ch3.q3", EncoderUnpackedZeroed, "but the GRU still ran over the padding"),
+    ("ch3.q3", EncoderSorted, "pass `enforce_sorted=False`"),
+    ("ch3.q3", EncoderShortOutputs, "`total_length=src.shape[1]`"),
+    ("ch3.q3", EncoderBridgeLastColumn, "the last *padded* position"),
+    ("ch3.q3", EncoderBridgeLastWord, "the backward GRU has read a single word"),
+    ("ch3.q3", EncoderBridgeFirstPosition, "the forward GRU has read a single word"),
+    ("ch3.q3", EncoderBackwardFirst, "The directions are swapped"),
+    ("ch3.q3", EncoderReshapedStates, "mixes the sentences of the batch"),
+    ("ch3.q3", EncoderBackwardOnly, "both directions' final states side by side"),
+    ("ch3.q3", EncoderNoTanh, "tanh is missing"),
+    ("ch3.q3", EncoderNoLayerAxis, "s_0 has no layer axis"),
     ("ch4.q1", bahdanau_queries_with_s_t, "needs the previous one, s_{t-1}"),
     ("ch4.q1", bahdanau_context_first, "the embedding first"),
     ("ch4.q1", bahdanau_context_once, "context never changes"),
@@ -1173,6 +1303,12 @@ def copy_gru(cell_params: dict, rnn: nn.GRU) -> None:
     with torch.no_grad():
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
             getattr(rnn, f"{name}_l0").copy_(cell_params[name])
+
+
+@pytest.mark.parametrize("encoder", [EncoderSortsByHand, EncoderOutputHalves], ids=lambda c: c.__name__)
+def test_encoder_exercise_accepts_other_correct_encoders(encoder: type) -> None:
+    result = checks.EXERCISES["ch3.q3"].evaluate(encoder)
+    assert result.passed, result.message
 
 
 def test_bahdanau_exercise_agrees_with_the_packages_bahdanau_decoder() -> None:
