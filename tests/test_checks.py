@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attn_course import checks
+from attn_course.checks.bug_hunt import BugHunt
 from attn_course.cli import hidden_template
 from attn_course.masking import masked_softmax
 
@@ -46,7 +47,8 @@ def test_solution_passes_its_check(key: str) -> None:
 @pytest.mark.parametrize("key", list(checks.EXERCISES))
 def test_untouched_stub_answers_not_attempted(key: str) -> None:
     exercise = checks.EXERCISES[key]
-    assert "raise NotImplementedError" in exercise.stub_code
+    # A find-the-bug exercise's stub is the buggy function itself.
+    assert "raise NotImplementedError" in exercise.stub_code or isinstance(exercise, BugHunt)
     result = exercise.evaluate(define(key, exercise.stub_code))
     assert result.status == checks.NOT_ATTEMPTED
     assert not result.passed
@@ -833,6 +835,68 @@ def local_p_one_sentence_at_a_time(queries, scores, W_p, v_p, window, valid_lens
     return torch.stack(centres), torch.stack(weights)
 
 
+def hunted(queries, keys, values, valid_lens, *, axis=False, dim=False, fill="fixed"):
+    """ch2.q5's masked_attention with some planted bugs fixed, as a learner would fix them."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    mask = real[:, :, None] if axis else real.unsqueeze(1)
+    value = {"fixed": torch.finfo(scores.dtype).min, "planted": -1e6, "number": torch.finfo(scores.dtype).min}
+    filled = scores.masked_fill(~mask, value.get(fill, -1e6) if fill != "inf" else -math.inf)
+    weights = F.softmax(filled, dim=1 if dim else -1)
+    if fill in ("fixed", "zeroed"):
+        weights = weights * mask
+    return weights @ values, weights
+
+
+def hunt_axis_left(*args):
+    return hunted(*args, axis=True)
+
+
+def hunt_dim_left(*args):
+    return hunted(*args, dim=True)
+
+
+def hunt_fill_left(*args):
+    return hunted(*args, fill="planted")
+
+
+def hunt_only_number_changed(*args):
+    return hunted(*args, fill="number")
+
+
+def hunt_axis_and_dim_left(*args):
+    return hunted(*args, axis=True, dim=True)
+
+
+def hunt_axis_and_fill_left(*args):
+    return hunted(*args, axis=True, fill="planted")
+
+
+def hunt_dim_and_fill_left(*args):
+    return hunted(*args, dim=True, fill="planted")
+
+
+def hunt_number_changed_only(*args):
+    return hunted(*args, axis=True, dim=True, fill="number")
+
+
+def hunt_zeroed_but_minus_1e6(*args):
+    return hunted(*args, fill="zeroed")
+
+
+def hunt_minus_inf(*args):
+    return hunted(*args, fill="inf")
+
+
+def hunt_with_where(queries, keys, values, valid_lens):
+    """A correct alternative: torch.where, -inf replaced after the softmax, the context by einsum."""
+    scores = torch.einsum("bqd,bkd->bqk", queries, keys) / queries.shape[-1] ** 0.5
+    real = (torch.arange(keys.shape[1])[None, :] < valid_lens[:, None])[:, None, :]
+    weights = torch.softmax(torch.where(real, scores, torch.finfo(scores.dtype).min), dim=2)
+    weights = torch.where(real, weights, torch.zeros((), dtype=weights.dtype))
+    return torch.einsum("bqk,bkv->bqv", weights, values), weights
+
+
 def greedy(
     model,
     src,
@@ -966,6 +1030,16 @@ MUTANTS = [
     ("ch2.q4", concat_softmaxed, "returned softmax weights"),
     ("ch2.q4", concat_no_expand, "torch.cat needs both halves shaped alike"),
     ("ch2.q4", concat_keys_by_queries, "The scores are transposed"),
+    ("ch2.q5", hunt_axis_left, "One planted bug remains. The mask is broadcast along the wrong axis"),
+    ("ch2.q5", hunt_dim_left, "One planted bug remains. The softmax runs over the wrong axis"),
+    ("ch2.q5", hunt_fill_left, "One planted bug remains. A sentence of valid length 0 gets uniform weights"),
+    ("ch2.q5", hunt_only_number_changed, "One planted bug remains. A sentence of valid length 0"),
+    ("ch2.q5", hunt_axis_and_dim_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_axis_and_fill_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_dim_and_fill_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_number_changed_only, "All 3 planted bugs remain"),
+    ("ch2.q5", hunt_zeroed_but_minus_1e6, "-1e6 does not fit in float16"),
+    ("ch2.q5", hunt_minus_inf, "came out NaN"),
     ("ch3.q1", ce_unmasked, "Padding is not masked"),
     ("ch3.q1", ce_over_all_positions, "divided by batch_size * T"),
     ("ch3.q1", ce_per_sentence, "averaged each sentence, then the sentences"),
@@ -1309,6 +1383,28 @@ def copy_gru(cell_params: dict, rnn: nn.GRU) -> None:
 def test_encoder_exercise_accepts_other_correct_encoders(encoder: type) -> None:
     result = checks.EXERCISES["ch3.q3"].evaluate(encoder)
     assert result.passed, result.message
+
+
+def test_bug_hunt_accepts_another_correct_fix() -> None:
+    assert checks.EXERCISES["ch2.q5"].evaluate(hunt_with_where).passed
+
+
+def test_bug_hunt_names_each_remaining_bug_of_a_partial_fix() -> None:
+    message = verdict("ch2.q5", hunt_dim_and_fill_left).message
+    assert "softmax runs over the wrong axis" in message and "gets uniform weights" in message
+    assert "broadcast along the wrong axis" not in message
+
+
+def test_bug_hunt_stub_is_the_buggy_function_and_an_edit_that_fixes_nothing_is_not_attempted() -> None:
+    exercise = checks.EXERCISES["ch2.q5"]
+    assert "-1e6" in exercise.stub_code and "raise NotImplementedError" not in exercise.stub_code
+    renamed = exercise.stub_code.replace("weights = ", "w = ").replace(
+        "return weights @ values, weights", "return w @ values, w"
+    )
+    result = exercise.evaluate(define("ch2.q5", renamed))
+    assert (
+        result.status == checks.NOT_ATTEMPTED and "still behaves like the function as given" in result.message
+    )
 
 
 def test_bahdanau_exercise_agrees_with_the_packages_bahdanau_decoder() -> None:
