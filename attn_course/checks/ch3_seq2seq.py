@@ -489,10 +489,6 @@ class BiEncoder(nn.Module):
             "`pack_padded_sequence` (it sorts the batch and puts the results back in the original order).",
         ),
         ErrorHint(
-            r"lengths.* must be .*1D CPU int64|Expected .*lengths.*cpu",
-            "`pack_padded_sequence` wants the lengths on the CPU: pass `valid_lens.cpu()`.",
-        ),
-        ErrorHint(
             r"mat1 and mat2 shapes cannot be multiplied|size mismatch",
             "The bridge takes both directions' final states side by side, (batch_size, 2 * num_hiddens): "
             "`torch.cat([h_n[0], h_n[1]], -1)`.",
