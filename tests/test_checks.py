@@ -14,8 +14,10 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attn_course import checks
+from attn_course.checks.bug_hunt import BugHunt
 from attn_course.cli import hidden_template
 from attn_course.masking import masked_softmax
 
@@ -46,7 +48,8 @@ def test_solution_passes_its_check(key: str) -> None:
 @pytest.mark.parametrize("key", list(checks.EXERCISES))
 def test_untouched_stub_answers_not_attempted(key: str) -> None:
     exercise = checks.EXERCISES[key]
-    assert "raise NotImplementedError" in exercise.stub_code
+    # A find-the-bug exercise's stub is the buggy function itself.
+    assert "raise NotImplementedError" in exercise.stub_code or isinstance(exercise, BugHunt)
     result = exercise.evaluate(define(key, exercise.stub_code))
     assert result.status == checks.NOT_ATTEMPTED
     assert not result.passed
@@ -401,6 +404,123 @@ def state_first(outputs, valid_lens):
     return outputs[:, 0]
 
 
+class EncoderBase(nn.Module):
+    """The given __init__ of ch3.q3; each mutant below writes its own forward."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, decoder_hiddens):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * num_hiddens, decoder_hiddens)
+
+    def packed(self, src, valid_lens, **kwargs):
+        packed = pack_padded_sequence(
+            self.embedding(src),
+            valid_lens,
+            batch_first=True,
+            enforce_sorted=kwargs.get("enforce_sorted", False),
+        )
+        packed_outputs, h_n = self.rnn(packed)
+        length = kwargs.get("total_length", src.shape[1])
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=length)
+        return outputs, h_n
+
+
+class EncoderUnpacked(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1))).unsqueeze(0)
+
+
+class EncoderUnpackedZeroed(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        real = torch.arange(src.shape[1])[None, :, None] < valid_lens[:, None, None]
+        return outputs.masked_fill(~real, 0), torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderSorted(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens, enforce_sorted=True)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderShortOutputs(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens, total_length=None)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderBridgeLastColumn(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, -1]))[None]
+
+
+class EncoderBridgeLastWord(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[torch.arange(src.shape[0]), valid_lens - 1]))[None]
+
+
+class EncoderBridgeFirstPosition(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, 0, :]))[None]
+
+
+class EncoderBackwardFirst(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[-1], h_n[-2]], -1)))[None]
+
+
+class EncoderReshapedStates(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(h_n.reshape(src.shape[0], -1)))[None]
+
+
+class EncoderBackwardOnly(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(h_n[1]))[None]
+
+
+class EncoderNoTanh(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, self.bridge(torch.cat([h_n[0], h_n[1]], -1))[None]
+
+
+class EncoderNoLayerAxis(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))
+
+
+class EncoderSortsByHand(EncoderBase):
+    """A correct alternative: sort the batch by length, pack it sorted, and put the rows back in order."""
+
+    def forward(self, src, valid_lens):
+        lens, order = valid_lens.sort(descending=True)
+        outputs, h_n = self.packed(src[order], lens, enforce_sorted=True)
+        back = order.argsort()
+        s_0 = torch.tanh(self.bridge(h_n.transpose(0, 1).reshape(src.shape[0], -1)))
+        return outputs[back], s_0[back].unsqueeze(0)
+
+
+class EncoderOutputHalves(EncoderBase):
+    """Correct too: the final states read from the outputs (forward at the last word, backward at 0)."""
+
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        h = self.num_hiddens
+        forward_last = outputs[torch.arange(src.shape[0]), valid_lens - 1, :h]
+        return outputs, torch.tanh(self.bridge(torch.cat([forward_last, outputs[:, 0, h:]], -1)))[None]
+
+
 def bahdanau(
     embedded,
     s_0,
@@ -608,6 +728,174 @@ def local_renormalised(scores, centres, window, valid_lens):
 
 def local_rounded(scores, centres, window, valid_lens):
     return local(scores, centres, window, valid_lens, rounded=True)
+
+
+def local_p(
+    queries,
+    scores,
+    W_p,
+    v_p,
+    window,
+    valid_lens,
+    *,
+    S="valid",
+    tanh=True,
+    linear=True,
+    sigma=None,
+    before=None,
+    edges=True,
+    use_window=True,
+    cut_padding=True,
+    renormalise=False,
+):
+    lengths = {
+        "valid": valid_lens,
+        "padded": torch.full_like(valid_lens, scores.shape[-1]),
+        "minus_one": valid_lens - 1,
+    }
+    hidden = F.linear(queries, W_p) if linear else queries @ W_p
+    centres = lengths[S][:, None] * torch.sigmoid(
+        F.linear(torch.tanh(hidden) if tanh else hidden, v_p)[..., 0]
+    )
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = torch.zeros_like(distance, dtype=torch.bool)
+    if use_window:
+        outside |= distance.abs() > window if edges else distance.abs() >= window
+    if cut_padding:
+        outside |= positions >= valid_lens[:, None, None]
+    sigma = window / 2 if sigma is None else sigma
+    gaussian = torch.exp(-(distance**2) / (2 * sigma**2))
+    if before == "log":
+        scores = scores - distance**2 / (2 * sigma**2)
+    elif before == "times":
+        scores = scores * gaussian
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    if before is None:
+        weights = weights * gaussian
+    return centres, weights / weights.sum(-1, keepdim=True) if renormalise else weights
+
+
+def local_p_padded_width(*args):
+    return local_p(*args, S="padded")
+
+
+def local_p_length_minus_one(*args):
+    return local_p(*args, S="minus_one")
+
+
+def local_p_no_tanh(*args):
+    return local_p(*args, tanh=False)
+
+
+def local_p_untransposed_W_p(*args):
+    return local_p(*args, linear=False)
+
+
+def local_p_sigma_d(queries, scores, W_p, v_p, window, valid_lens):
+    return local_p(queries, scores, W_p, v_p, window, valid_lens, sigma=window)
+
+
+def local_p_no_window(*args):
+    return local_p(*args, use_window=False)
+
+
+def local_p_window_past_end(*args):
+    return local_p(*args, cut_padding=False)
+
+
+def local_p_gaussian_added_to_scores(*args):
+    return local_p(*args, before="log")
+
+
+def local_p_gaussian_times_scores(*args):
+    return local_p(*args, before="times")
+
+
+def local_p_open_window(*args):
+    return local_p(*args, edges=False)
+
+
+def local_p_renormalised(*args):
+    return local_p(*args, renormalise=True)
+
+
+def local_p_one_sentence_at_a_time(queries, scores, W_p, v_p, window, valid_lens):
+    """A correct alternative: a Python loop over the sentences, nn.Linear-free, sigma written as D / 2."""
+    centres, weights = [], []
+    for i in range(queries.shape[0]):
+        n = int(valid_lens[i])
+        p = n * torch.sigmoid(torch.tanh(queries[i] @ W_p.T) @ v_p[0])
+        s = torch.arange(scores.shape[-1], dtype=scores.dtype)
+        inside = ((s[None, :] - p[:, None]).abs() <= window) & (s < n)
+        a = torch.softmax(torch.where(inside, scores[i], torch.tensor(-torch.inf, dtype=scores.dtype)), -1)
+        centres.append(p)
+        weights.append(
+            torch.where(inside, a, 0) * torch.exp(-((s[None, :] - p[:, None]) ** 2) / (2 * (window / 2) ** 2))
+        )
+    return torch.stack(centres), torch.stack(weights)
+
+
+def hunted(queries, keys, values, valid_lens, *, axis=False, dim=False, fill="fixed"):
+    """ch2.q5's masked_attention with some planted bugs fixed, as a learner would fix them."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    mask = real[:, :, None] if axis else real.unsqueeze(1)
+    value = {"fixed": torch.finfo(scores.dtype).min, "planted": -1e6, "number": torch.finfo(scores.dtype).min}
+    filled = scores.masked_fill(~mask, value.get(fill, -1e6) if fill != "inf" else -math.inf)
+    weights = F.softmax(filled, dim=1 if dim else -1)
+    if fill in ("fixed", "zeroed"):
+        weights = weights * mask
+    return weights @ values, weights
+
+
+def hunt_axis_left(*args):
+    return hunted(*args, axis=True)
+
+
+def hunt_dim_left(*args):
+    return hunted(*args, dim=True)
+
+
+def hunt_fill_left(*args):
+    return hunted(*args, fill="planted")
+
+
+def hunt_only_number_changed(*args):
+    return hunted(*args, fill="number")
+
+
+def hunt_axis_and_dim_left(*args):
+    return hunted(*args, axis=True, dim=True)
+
+
+def hunt_axis_and_fill_left(*args):
+    return hunted(*args, axis=True, fill="planted")
+
+
+def hunt_dim_and_fill_left(*args):
+    return hunted(*args, dim=True, fill="planted")
+
+
+def hunt_number_changed_only(*args):
+    return hunted(*args, axis=True, dim=True, fill="number")
+
+
+def hunt_zeroed_but_minus_1e6(*args):
+    return hunted(*args, fill="zeroed")
+
+
+def hunt_minus_inf(*args):
+    return hunted(*args, fill="inf")
+
+
+def hunt_with_where(queries, keys, values, valid_lens):
+    """A correct alternative: torch.where, -inf replaced after the softmax, the context by einsum."""
+    scores = torch.einsum("bqd,bkd->bqk", queries, keys) / queries.shape[-1] ** 0.5
+    real = (torch.arange(keys.shape[1])[None, :] < valid_lens[:, None])[:, None, :]
+    weights = torch.softmax(torch.where(real, scores, torch.finfo(scores.dtype).min), dim=2)
+    weights = torch.where(real, weights, torch.zeros((), dtype=weights.dtype))
+    return torch.einsum("bqk,bkv->bqv", weights, values), weights
 
 
 def greedy(
@@ -1068,6 +1356,16 @@ MUTANTS = [
     ("ch2.q4", concat_softmaxed, "returned softmax weights"),
     ("ch2.q4", concat_no_expand, "torch.cat needs both halves shaped alike"),
     ("ch2.q4", concat_keys_by_queries, "The scores are transposed"),
+    ("ch2.q5", hunt_axis_left, "One planted bug remains. The mask is broadcast along the wrong axis"),
+    ("ch2.q5", hunt_dim_left, "One planted bug remains. The softmax runs over the wrong axis"),
+    ("ch2.q5", hunt_fill_left, "One planted bug remains. A sentence of valid length 0 gets uniform weights"),
+    ("ch2.q5", hunt_only_number_changed, "One planted bug remains. A sentence of valid length 0"),
+    ("ch2.q5", hunt_axis_and_dim_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_axis_and_fill_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_dim_and_fill_left, "2 of the 3 planted bugs remain"),
+    ("ch2.q5", hunt_number_changed_only, "All 3 planted bugs remain"),
+    ("ch2.q5", hunt_zeroed_but_minus_1e6, "-1e6 does not fit in float16"),
+    ("ch2.q5", hunt_minus_inf, "came out NaN"),
     ("ch3.q1", ce_unmasked, "Padding is not masked"),
     ("ch3.q1", ce_over_all_positions, "divided by batch_size * T"),
     ("ch3.q1", ce_per_sentence, "averaged each sentence, then the sentences"),
@@ -1080,6 +1378,18 @@ MUTANTS = [
     ("ch3.q2", state_off_by_one, "Off by one"),
     ("ch3.q2", state_mean_with_padding, "averaged every position, padding included"),
     ("ch3.q2", state_first, "took the first position"),
+    ("ch3.q3", EncoderUnpacked, "The GRU ran over the padding"),
+    ("ch3.q3", EncoderUnpackedZeroed, "but the GRU still ran over the padding"),
+    ("ch3.q3", EncoderSorted, "pass `enforce_sorted=False`"),
+    ("ch3.q3", EncoderShortOutputs, "`total_length=src.shape[1]`"),
+    ("ch3.q3", EncoderBridgeLastColumn, "the last *padded* position"),
+    ("ch3.q3", EncoderBridgeLastWord, "the backward GRU has read a single word"),
+    ("ch3.q3", EncoderBridgeFirstPosition, "the forward GRU has read a single word"),
+    ("ch3.q3", EncoderBackwardFirst, "The directions are swapped"),
+    ("ch3.q3", EncoderReshapedStates, "mixes the sentences of the batch"),
+    ("ch3.q3", EncoderBackwardOnly, "both directions' final states side by side"),
+    ("ch3.q3", EncoderNoTanh, "tanh is missing"),
+    ("ch3.q3", EncoderNoLayerAxis, "s_0 has no layer axis"),
     ("ch4.q1", bahdanau_queries_with_s_t, "needs the previous one, s_{t-1}"),
     ("ch4.q1", bahdanau_context_first, "the embedding first"),
     ("ch4.q1", bahdanau_context_once, "context never changes"),
@@ -1109,6 +1419,17 @@ MUTANTS = [
     ("ch5.q3", local_no_gaussian, "The Gaussian is missing"),
     ("ch5.q3", local_renormalised, "renormalised"),
     ("ch5.q3", local_rounded, "p_t was rounded"),
+    ("ch5.q4", local_p_padded_width, "not the batch's padded width"),
+    ("ch5.q4", local_p_length_minus_one, "You used S_i - 1"),
+    ("ch5.q4", local_p_no_tanh, "tanh is missing"),
+    ("ch5.q4", local_p_untransposed_W_p, "`queries @ W_p.T`"),
+    ("ch5.q4", local_p_sigma_d, "you used sigma = D"),
+    ("ch5.q4", local_p_no_window, "There is no window"),
+    ("ch5.q4", local_p_window_past_end, "not clipped to the sentence"),
+    ("ch5.q4", local_p_gaussian_added_to_scores, "were renormalised after the Gaussian"),
+    ("ch5.q4", local_p_gaussian_times_scores, "the Gaussian scaled the scores"),
+    ("ch5.q4", local_p_open_window, "edges are left out"),
+    ("ch5.q4", local_p_renormalised, "were renormalised after the Gaussian"),
     ("ch6.q1", greedy_keeps_eos, "end with <eos>"),
     ("ch6.q1", greedy_truncates, "ran every sentence to max_len and cut the lists"),
     ("ch6.q1", greedy_keeps_finished_rows, "finished sentences stayed in the batch"),
@@ -1444,6 +1765,34 @@ def copy_gru(cell_params: dict, rnn: nn.GRU) -> None:
             getattr(rnn, f"{name}_l0").copy_(cell_params[name])
 
 
+@pytest.mark.parametrize("encoder", [EncoderSortsByHand, EncoderOutputHalves], ids=lambda c: c.__name__)
+def test_encoder_exercise_accepts_other_correct_encoders(encoder: type) -> None:
+    result = checks.EXERCISES["ch3.q3"].evaluate(encoder)
+    assert result.passed, result.message
+
+
+def test_bug_hunt_accepts_another_correct_fix() -> None:
+    assert checks.EXERCISES["ch2.q5"].evaluate(hunt_with_where).passed
+
+
+def test_bug_hunt_names_each_remaining_bug_of_a_partial_fix() -> None:
+    message = verdict("ch2.q5", hunt_dim_and_fill_left).message
+    assert "softmax runs over the wrong axis" in message and "gets uniform weights" in message
+    assert "broadcast along the wrong axis" not in message
+
+
+def test_bug_hunt_stub_is_the_buggy_function_and_an_edit_that_fixes_nothing_is_not_attempted() -> None:
+    exercise = checks.EXERCISES["ch2.q5"]
+    assert "-1e6" in exercise.stub_code and "raise NotImplementedError" not in exercise.stub_code
+    renamed = exercise.stub_code.replace("weights = ", "w = ").replace(
+        "return weights @ values, weights", "return w @ values, w"
+    )
+    result = exercise.evaluate(define("ch2.q5", renamed))
+    assert (
+        result.status == checks.NOT_ATTEMPTED and "still behaves like the function as given" in result.message
+    )
+
+
 def test_bahdanau_exercise_agrees_with_the_packages_bahdanau_decoder() -> None:
     from attn_course.decoders import BahdanauDecoder
     from attn_course.encoders import EncoderOutput
@@ -1501,6 +1850,31 @@ def test_local_p_exercise_agrees_with_the_packages_local_p_alignment() -> None:
     }
     expected = decoder.align(queries, memory, 0)[1]
     torch.testing.assert_close(checks.EXERCISES["ch5.q3"]._reference(inputs), expected)
+
+
+def test_local_p_attention_accepts_a_loop_over_sentences() -> None:
+    assert checks.EXERCISES["ch5.q4"].evaluate(local_p_one_sentence_at_a_time).passed
+
+
+def test_local_p_attention_exercise_agrees_with_the_packages_local_p_decoder() -> None:
+    from attn_course.decoders import LuongDecoder
+
+    decoder = LuongDecoder(11, 4, 6, enc_size=6, score="general", attention="local-p", window=2).eval()
+    keys, lens = torch.randn(3, 9, 6), torch.tensor([9, 5, 7])
+    queries = torch.randn(3, 4, 6)
+    memory = decoder.attention.prepare(keys, keys, lens)
+    inputs = {
+        "queries": queries,
+        "scores": decoder.attention.scores(queries, memory),
+        "W_p": decoder.W_p.weight.detach(),
+        "v_p": decoder.v_p.weight.detach(),
+        "window": 2,
+        "valid_lens": lens,
+    }
+    with torch.no_grad():
+        centres, weights = checks.EXERCISES["ch5.q4"]._reference(inputs)
+        torch.testing.assert_close(centres, decoder.centres(queries, 0, lens))
+        torch.testing.assert_close(weights, decoder.align(queries, memory, 0)[1])
 
 
 def test_scripted_model_decodes_like_a_seq2seq_under_the_packages_greedy_search() -> None:

@@ -421,6 +421,7 @@ def test_hostile_cells_cost_only_their_exercise_and_results_json_says_why(
         "ch2.q2": 0,
         "ch2.q3": 0,
         "ch2.q4": 0,
+        "ch2.q5": 0,
     }
     assert "ran longer than 3 s" in tests["ch1.q1"]["output"]
     assert "exit status 3" in tests["ch1.q2"]["output"]

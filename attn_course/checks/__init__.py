@@ -33,11 +33,12 @@ from attn_course.checks.ch2_scoring import (
     ADDITIVE_ATTENTION,
     CONCAT_SCORES,
     GENERAL_SCORES,
+    MASKED_ATTENTION_BUGS,
     SCALED_DOT_PRODUCT,
 )
-from attn_course.checks.ch3_seq2seq import FINAL_STATE, MASKED_CROSS_ENTROPY
+from attn_course.checks.ch3_seq2seq import BI_ENCODER, FINAL_STATE, MASKED_CROSS_ENTROPY
 from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
-from attn_course.checks.ch5_luong import LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
+from attn_course.checks.ch5_luong import LOCAL_P_ATTENTION, LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
 from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
     BEAM_SEARCH,
     BEAM_STEP,
@@ -74,7 +75,9 @@ PREAMBLES: dict[int, str] = {
     2: "import math  # noqa: F401\n\nimport torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n\n"
     "from attn_course.masking import masked_softmax  # noqa: F401\n",
-    3: "import torch  # noqa: F401\nfrom torch.nn import functional as F  # noqa: F401\n",
+    3: "import torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
+    "from torch.nn import functional as F  # noqa: F401\n"
+    "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: F401\n",
     4: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     5: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n\n"
@@ -85,10 +88,10 @@ PREAMBLES: dict[int, str] = {
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     1: (SEQUENCE_MASK, MASKED_SOFTMAX),
-    2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES),
-    3: (MASKED_CROSS_ENTROPY, FINAL_STATE),
+    2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES, MASKED_ATTENTION_BUGS),
+    3: (MASKED_CROSS_ENTROPY, FINAL_STATE, BI_ENCODER),
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
-    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS),
+    5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
 }
 

@@ -1,5 +1,6 @@
 """Chapter 2's exercises, scoring functions: scaled dot-product attention (ch2.q1), additive attention
-(ch2.q2), and Luong's general (ch2.q3) and concat (ch2.q4) scores.
+(ch2.q2), Luong's general (ch2.q3) and concat (ch2.q4) scores, and a masked attention with three planted bugs
+to find (ch2.q5).
 
 Their references are `attn_course.attention` and `attn_course.scoring`; the mistakes named include a missing
 scale, softmax over the wrong axis, and the d2l fill value that leaves empty rows with uniform weights.
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
+from attn_course.checks.bug_hunt import BugHunt, planted_mistakes
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
     d2l_masked_softmax,
@@ -735,3 +737,131 @@ def concat_scores(queries, keys, W_a, v_a):
     package=["attn_course.scoring.concat_scores"],
 )
 with_gradients(CONCAT_SCORES, ("queries", "keys", "W_a", "v_a"))
+
+
+_ATTENTION_BUGS = {
+    "axis": "The mask is broadcast along the wrong axis: `real` is (batch_size, num_keys), and `real[:, :, "
+    "None]` lines its keys up with the *queries* axis of the scores, so it masks whole queries (or fails, "
+    "or changes the shape, when num_queries != num_keys). A key is padding for every query: "
+    "`real[:, None, :]`.",
+    "dim": "The softmax runs over the wrong axis: `dim=1` normalises over the queries; each query's weights "
+    "over the keys must sum to 1, `dim=-1`.",
+    "fill": "A sentence of valid length 0 gets uniform weights (1/num_keys, all on padding) instead of "
+    "zeros: filling with a very negative number cannot empty a row, so zero the padded weights after the "
+    "softmax (e.g. multiply by the mask). And -1e6 does not fit in float16: fill with "
+    "`torch.finfo(scores.dtype).min`.",
+}
+
+
+def _bugged_attention(inputs: dict[str, Any], remaining: frozenset[str] = frozenset(), fill: str = "") -> Any:
+    """masked_attention with the planted bugs named in `remaining` left in, the others fixed (the reference
+    when none remain); fill="inf": fixed but for a -inf fill."""
+    q, k, v, lens = inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"]
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    real = torch.arange(k.shape[1]) < lens[:, None]
+    real = real[:, :, None] if "axis" in remaining else real[:, None, :]
+    # The planted -1e6 raises in float16; a learner who only changed the number still has the bug.
+    value = max(-1e6, torch.finfo(scores.dtype).min) if "fill" in remaining else torch.finfo(scores.dtype).min
+    weights = F.softmax(
+        scores.masked_fill(~real, -math.inf if fill == "inf" else value), -1 if "dim" not in remaining else 1
+    )
+    if "fill" not in remaining:
+        weights = weights.masked_fill(~real, 0.0) if fill != "inf" else weights
+    return weights @ v, weights
+
+
+def _masked_attention_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    weights = resolve("attn_course.masking.masked_softmax")(
+        inputs["queries"] @ inputs["keys"].transpose(1, 2) / math.sqrt(inputs["queries"].shape[-1]),
+        inputs["valid_lens"],
+    )
+    return weights @ inputs["values"], weights
+
+
+MASKED_ATTENTION_BUGS = BugHunt(
+    "ch2.q5",
+    "masked_attention",
+    "Find the bugs: masked attention, d2l style",
+    buggy='''
+def masked_attention(queries, keys, values, valid_lens):
+    """Scaled dot-product attention over a padded batch of keys (Vaswani et al. 2017, eq. 1, with a mask).
+
+    queries: (batch_size, num_queries, d); keys: (batch_size, num_keys, d); values: (batch_size, num_keys,
+    value_size); valid_lens: (batch_size,), each in [0, num_keys]: key j of sentence i is real when
+    j < valid_lens[i]. Any floating dtype, float16 included.
+    Returns: context (batch_size, num_queries, value_size) and weights (batch_size, num_queries, num_keys):
+    each query's weights sum to 1 over the real keys and are 0 on padded keys; a sentence of valid length 0
+    gets all-zero weights (and a zero context).
+    """
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)        # (batch_size, num_queries, num_keys)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]       # (batch_size, num_keys)
+    scores = scores.masked_fill(~real[:, :, None], -1e6)
+    weights = F.softmax(scores, dim=1)
+    return weights @ values, weights
+''',
+    namespace={"math": math, "torch": torch, "F": F},
+    solution='''
+def masked_attention(queries, keys, values, valid_lens):
+    """Scaled dot-product attention over a padded batch of keys (Vaswani et al. 2017, eq. 1, with a mask).
+
+    queries: (batch_size, num_queries, d); keys: (batch_size, num_keys, d); values: (batch_size, num_keys,
+    value_size); valid_lens: (batch_size,), each in [0, num_keys]: key j of sentence i is real when
+    j < valid_lens[i]. Any floating dtype, float16 included.
+    Returns: context (batch_size, num_queries, value_size) and weights (batch_size, num_queries, num_keys):
+    each query's weights sum to 1 over the real keys and are 0 on padded keys; a sentence of valid length 0
+    gets all-zero weights (and a zero context).
+    """
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)        # (batch_size, num_queries, num_keys)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]       # (batch_size, num_keys)
+    real = real[:, None, :]                        # fix 1: a padded key is padding for every query
+    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)   # fix 3: a fill that fits float16
+    weights = F.softmax(scores, dim=-1) * real     # fix 2: over the keys; fix 3: an empty row becomes 0
+    return weights @ values, weights
+''',
+    hint="Three bugs, each a classic. Read each line against the shapes in its comment and the docstring: "
+    "which axis of the scores is the keys'? Which axis must the weights sum to 1 over? And what does the "
+    "softmax give a row in which *every* score is -1e6 -- and what does -1e6 become in float16?",
+    covers="num_queries equal to and different from num_keys; sentences of valid length 0 and full length; "
+    "float16, float32 and float64",
+    defaults=_ATTENTION_DEFAULTS,
+    specs=[
+        {"seed": 91, "batch_size": 3, "num_queries": 4, "num_keys": 4, "valid_lens": [2, 0, 3]},
+        {"seed": 92, "num_queries": 3, "num_keys": 5, "valid_lens": [5, 2]},
+        {"seed": 93, "num_queries": 3, "num_keys": 3, "valid_lens": [0, 2], "dtype": "float16"},
+        {
+            "seed": 94,
+            "num_queries": 1,
+            "num_keys": 4,
+            "value_size": 2,
+            "valid_lens": [4, 1],
+            "dtype": "float64",
+        },
+    ],
+    build=_attention_case,
+    call=lambda answer, i: answer(i["queries"], i["keys"], i["values"], i["valid_lens"]),
+    reference=_masked_attention_reference,
+    mistakes=[
+        *planted_mistakes(_ATTENTION_BUGS, _bugged_attention),
+        Mistake(
+            "A sentence of valid length 0 came out NaN: filled with -inf, its softmax computes 0/0. Fill "
+            "with `torch.finfo(scores.dtype).min` and zero the padded weights after the softmax.",
+            lambda i: _bugged_attention(i, fill="inf"),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"must match the size of tensor",
+            "The mask does not broadcast against the scores: `real[:, :, None]` is (batch_size, num_keys, "
+            "1), its keys on the queries' axis. A key is padding for every query: `real[:, None, :]`, "
+            "(batch_size, 1, num_keys).",
+        ),
+        ErrorHint(
+            r"cannot be converted to type .*Half without overflow",
+            "-1e6 does not fit in float16 (its largest magnitude is 65504): fill with "
+            "`torch.finfo(scores.dtype).min`, which fits every dtype.",
+        ),
+    ],
+    package=["attn_course.attention.DotProductAttention"],
+)

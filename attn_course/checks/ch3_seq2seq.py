@@ -1,16 +1,22 @@
-"""Chapter 3's exercises, the seq2seq bottleneck: `masked_cross_entropy` (ch3.q1) and `final_state`
-(ch3.q2), the last real encoder state of each padded sentence.
+"""Chapter 3's exercises, the seq2seq bottleneck: `masked_cross_entropy` (ch3.q1), `final_state` (ch3.q2),
+the last real encoder state of each padded sentence, and `BiEncoder` (ch3.q3), a bidirectional GRU over a
+packed batch with the bridge to the decoder's initial state.
 
-Their references are `attn_course.training.masked_cross_entropy` and `outputs[i, valid_len - 1]`; the
-mistakes named include averaging over padding and taking the last column of a padded batch.
+Their references are `attn_course.training.masked_cross_entropy`, `outputs[i, valid_len - 1]` and
+`attn_course.encoders.Encoder`; the mistakes named include averaging over padding, taking the last column of a
+padded batch and running the GRU over the padding.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
@@ -324,3 +330,243 @@ def final_state(outputs, valid_lens):
     ],
 )
 with_gradients(FINAL_STATE, ("outputs",))
+
+
+def _encoder_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, s, v = (spec_size(spec, n) for n in ("batch_size", "num_steps", "vocab_size"))
+    e, h, d = (spec_size(spec, n) for n in ("embed_size", "num_hiddens", "decoder_hiddens"))
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    src = torch.randint(1, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
+    scale = 1 / math.sqrt(h)
+    params = {"embedding.weight": seeded_randn((v, e), gen, dtype)}
+    for suffix in ("l0", "l0_reverse"):
+        params[f"rnn.weight_ih_{suffix}"] = seeded_randn((3 * h, e), gen, dtype, scale)
+        params[f"rnn.weight_hh_{suffix}"] = seeded_randn((3 * h, h), gen, dtype, scale)
+        params[f"rnn.bias_ih_{suffix}"] = seeded_randn((3 * h,), gen, dtype, scale)
+        params[f"rnn.bias_hh_{suffix}"] = seeded_randn((3 * h,), gen, dtype, scale)
+    params["bridge.weight"] = seeded_randn((d, 2 * h), gen, dtype, 1 / math.sqrt(h))
+    params["bridge.bias"] = seeded_randn((d,), gen, dtype, 0.5)
+    inputs = {"src": src, "valid_lens": lens, "params": params}
+    names: tuple[str, ...] = ("the outputs", "s_0")
+    if spec["grad"]:
+        inputs["probe"] = seeded_randn((b, s, 2 * h), gen, dtype)
+        names += ("the gradient of the embedding",)
+    label = (
+        f"src {(b, s)} with valid_lens {lens.tolist()}, vocab_size {v}, embed_size {e}, num_hiddens {h} per "
+        f"direction, decoder_hiddens {d}, dtype {spec['dtype']}"
+        + (", with a gradient" if spec["grad"] else "")
+    )
+    return Case(label, inputs, spec, names)
+
+
+def _encoder_run(forward: Callable, module: nn.Module, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    """forward(module, src, valid_lens) -> (outputs, s_0), and the gradient of the embedding if the case has a
+    probe: d/dE of sum(outputs * probe) + sum(s_0)."""
+    module.load_state_dict(inputs["params"])
+    outputs, s_0 = forward(module, inputs["src"], inputs["valid_lens"])
+    if "probe" not in inputs:
+        return outputs, s_0
+    loss = (outputs * inputs["probe"]).sum() + s_0.sum()
+    (gradient,) = torch.autograd.grad(loss, module.embedding.weight)
+    return outputs, s_0, gradient
+
+
+def _encoder_sizes(inputs: dict[str, Any]) -> tuple[int, int, int, int]:
+    (v, e), (d, two_h) = inputs["params"]["embedding.weight"].shape, inputs["params"]["bridge.weight"].shape
+    return v, e, two_h // 2, d
+
+
+def _encoder_call(cls: Any, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    module = cls(*_encoder_sizes(inputs)).to(inputs["params"]["bridge.weight"].dtype)
+    return _encoder_run(lambda m, src, lens: m(src, lens), module, inputs)
+
+
+def _package_encoder(inputs: dict[str, Any]) -> nn.Module:
+    v, e, h, d = _encoder_sizes(inputs)
+    encoder = resolve("attn_course.encoders.Encoder")(v, e, h, bidirectional=True, decoder_hiddens=d)
+    return encoder.to(inputs["params"]["bridge.weight"].dtype).eval()
+
+
+def _encoder_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+    def forward(
+        encoder: nn.Module, src: torch.Tensor, lens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        enc = encoder(src, lens)
+        return enc.outputs, enc.state
+
+    return _encoder_run(forward, _package_encoder(inputs), inputs)
+
+
+def _encoder_variant(
+    *,
+    packed: bool = True,
+    zero_padding: bool = False,
+    total_length: bool = True,
+    final: str = "h_n",
+    tanh: bool = True,
+    layer_axis: bool = True,
+):
+    """A known-wrong encoder: `final` says what feeds the bridge ("h_n" is right)."""
+
+    def forward(m: nn.Module, src: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        X = m.embedding(src)
+        h = m.num_hiddens
+        if packed:
+            packed_in = pack_padded_sequence(X, lens, batch_first=True, enforce_sorted=False)
+            packed_out, h_n = m.rnn(packed_in)
+            length = src.shape[1] if total_length else None
+            outputs, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=length)
+        else:
+            outputs, h_n = m.rnn(X)
+            if zero_padding:
+                outputs = outputs * (torch.arange(src.shape[1])[None, :] < lens[:, None])[..., None]
+        rows, last = torch.arange(src.shape[0]), lens - 1
+        bridge_input = {
+            "h_n": lambda: torch.cat([h_n[0], h_n[1]], -1),
+            "swapped": lambda: torch.cat([h_n[1], h_n[0]], -1),
+            "reshaped": lambda: h_n.reshape(src.shape[0], 2 * h),
+            "last_column": lambda: outputs[:, -1],
+            "last_real": lambda: outputs[rows, last],
+            "first": lambda: outputs[:, 0],
+        }[final]()
+        s_0 = m.bridge(bridge_input)
+        s_0 = torch.tanh(s_0) if tanh else s_0
+        return outputs, s_0[None] if layer_axis else s_0
+
+    return lambda inputs: _encoder_run(forward, _package_encoder(inputs), inputs)
+
+
+BI_ENCODER = Exercise(
+    "ch3.q3",
+    "BiEncoder",
+    "The bidirectional encoder over a padded batch: packing and the bridge",
+    solution='''
+class BiEncoder(nn.Module):
+    """A bidirectional GRU encoder that never reads padding, with a bridge to the decoder's initial state.
+
+    Annotations h_j = [h→_j; h←_j] (Bahdanau et al. 2014, sec. 3.2); the bridge s_0 = tanh(W_s [h→_S; h←_1])
+    reads each direction's final state: the forward GRU's after the sentence's last real word, the backward
+    GRU's after its first word (Bahdanau's s_0 = tanh(W_s h←_1), appendix A.2.2, with h→_S as well).
+    """
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, decoder_hiddens):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * num_hiddens, decoder_hiddens)
+
+    def forward(self, src, valid_lens):
+        """src: (batch_size, S) token ids, right-padded with 0; valid_lens: (batch_size,), each in [1, S], in
+        any order. Returns outputs (batch_size, S, 2 * num_hiddens), exactly 0 at padded positions, and s_0
+        (1, batch_size, decoder_hiddens): one layer, as nn.GRU wants its initial state.
+        """
+        X = self.embedding(src)
+        packed = pack_padded_sequence(X, valid_lens.cpu(), batch_first=True, enforce_sorted=False)
+        packed_outputs, h_n = self.rnn(packed)    # h_n: (2, batch_size, num_hiddens), [forward; backward]
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=src.shape[1])
+        final = torch.cat([h_n[0], h_n[1]], dim=-1)                    # [h→_S; h←_1]: (batch_size, 2 * H)
+        return outputs, torch.tanh(self.bridge(final))[None]
+''',
+    write=("forward",),
+    hint="Embed, then hand the GRU a *packed* sequence: `pack_padded_sequence(X, valid_lens.cpu(), "
+    "batch_first=True, enforce_sorted=False)`, so that each direction starts and stops at the sentence's own "
+    "ends. Unpack the outputs with `pad_packed_sequence(..., batch_first=True, total_length=S)`. The GRU's "
+    "second result holds each direction's final state, (2, batch_size, H): put the two side by side, one "
+    "sentence per row, then the bridge and its tanh, and give s_0 a layer axis.",
+    covers="no sentence of the batch at full length; lengths in no particular order; a sentence of length 1; "
+    "decoder_hiddens different from num_hiddens; the gradient of the embedding; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 3,
+        "num_steps": 6,
+        "vocab_size": 11,
+        "embed_size": 4,
+        "num_hiddens": 3,
+        "decoder_hiddens": 3,
+        "dtype": "float32",
+        "valid_lens": "random",
+        "grad": False,
+    },
+    specs=[
+        {"seed": 81, "valid_lens": [4, 2, 5]},
+        {"seed": 82, "batch_size": 4, "num_steps": 5, "decoder_hiddens": 5, "valid_lens": [1, 3, 2, 3]},
+        {"seed": 83, "batch_size": 2, "num_steps": 4, "valid_lens": [2, 4], "dtype": "float64"},
+        {"seed": 84, "num_steps": 7, "decoder_hiddens": 2, "valid_lens": [3, 6, 4], "grad": True},
+    ],
+    build=_encoder_case,
+    call=_encoder_call,
+    reference=_encoder_reference,
+    mistakes=[
+        Mistake(
+            "The GRU ran over the padding: the outputs at padded positions are not 0, and the backward "
+            "direction started on padding instead of on each sentence's last word. Pack the batch with "
+            "`pack_padded_sequence(X, valid_lens.cpu(), batch_first=True, enforce_sorted=False)`.",
+            _encoder_variant(packed=False),
+        ),
+        Mistake(
+            "The outputs at padded positions are 0, but the GRU still ran over the padding: its backward "
+            "direction started on padding, so every backward state and the final states differ. Zeroing "
+            "afterwards cannot undo that; pack the batch with `pack_padded_sequence` before the GRU.",
+            _encoder_variant(packed=False, zero_padding=True),
+        ),
+        Mistake(
+            "The outputs stop at the longest sentence of the batch: pass `total_length=src.shape[1]` to "
+            "`pad_packed_sequence` so that they keep the batch's S positions.",
+            _encoder_variant(total_length=False),
+        ),
+        Mistake(
+            "The bridge read `outputs[:, -1]`, the last *padded* position: for a sentence shorter than the "
+            "batch that is padding. Feed it the GRU's final states, h_n, which packing takes at each "
+            "sentence's own end.",
+            _encoder_variant(final="last_column"),
+        ),
+        Mistake(
+            "The bridge read the outputs at each sentence's last word: right for the forward direction, but "
+            "there the backward GRU has read a single word. Its final state h←_1 is the one after the "
+            "*first* word: take both from h_n, `torch.cat([h_n[0], h_n[1]], -1)`.",
+            _encoder_variant(final="last_real"),
+        ),
+        Mistake(
+            "The bridge read the outputs at the first position: right for the backward direction (h←_1), but "
+            "there the forward GRU has read a single word. Take both final states from h_n.",
+            _encoder_variant(final="first"),
+        ),
+        Mistake(
+            "The directions are swapped: the bridge takes [h→_S; h←_1], forward first -- `torch.cat([h_n[0], "
+            "h_n[1]], -1)`, as the annotations [h→_j; h←_j] are built.",
+            _encoder_variant(final="swapped"),
+        ),
+        Mistake(
+            "h_n has shape (2, batch_size, H), directions first: `h_n.reshape(batch_size, -1)` mixes the "
+            "sentences of the batch. Concatenate the two directions instead, `torch.cat([h_n[0], h_n[1]], "
+            "-1)` (or `h_n.transpose(0, 1).reshape(batch_size, -1)`).",
+            _encoder_variant(final="reshaped"),
+        ),
+        Mistake("tanh is missing: s_0 = tanh(W_s [h→_S; h←_1]).", _encoder_variant(tanh=False)),
+        Mistake(
+            "s_0 has no layer axis: the decoder's nn.GRU wants its initial state as (num_layers, batch_size, "
+            "decoder_hiddens), here (1, batch_size, decoder_hiddens): add it with `[None]`.",
+            _encoder_variant(layer_axis=False),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"must be sorted in decreasing order|enforce_sorted",
+            "The lengths of a batch come in any order: pass `enforce_sorted=False` to "
+            "`pack_padded_sequence` (it sorts the batch and puts the results back in the original order).",
+        ),
+        ErrorHint(
+            r"mat1 and mat2 shapes cannot be multiplied|size mismatch",
+            "The bridge takes both directions' final states side by side, (batch_size, 2 * num_hiddens): "
+            "`torch.cat([h_n[0], h_n[1]], -1)`.",
+        ),
+        ErrorHint(
+            r"Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict",
+            "Keep the layers of the given `__init__` (embedding, rnn, bridge) unchanged: the check loads its "
+            "weights into them.",
+        ),
+    ],
+    package=["attn_course.encoders.Encoder"],
+)

@@ -1,5 +1,6 @@
 """Chapter 5's exercises, Luong's attention: location-based weights (ch5.q1), one decoder step with input
-feeding (ch5.q2), and local-p weights (ch5.q3), a window and a Gaussian around the predicted position p_t.
+feeding (ch5.q2), local-p weights (ch5.q3), a window and a Gaussian around the predicted position p_t, and
+local-p attention from the decoder state (ch5.q4), which predicts p_t first (eq. 9).
 
 The step's cases are built from seeded GRU weights and the package's `LuongAttention`; its reference is the
 step written out here, next to the known-wrong variants that name the learner's likely mistake.
@@ -529,3 +530,192 @@ def local_p_weights(scores, centres, window, valid_lens):
     package=["attn_course.decoders.LuongDecoder"],
 )
 with_gradients(LOCAL_P_WEIGHTS, ("scores", "centres"))
+
+
+def _predict_case(spec: dict[str, Any]) -> Case:
+    gen, dtype = spec_generator(spec), spec_dtype(spec)
+    b, q, s, h = (spec_size(spec, n) for n in ("batch_size", "num_queries", "num_keys", "num_hiddens"))
+    window, centred = spec_size(spec, "window"), spec_size(spec, "centred_queries", low=0)
+    if centred > q:
+        raise ValueError(f"centred_queries must be <= num_queries = {q}, got {centred}")
+    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
+    queries = seeded_randn((b, q, h), gen, dtype)
+    # A zero state h_t gives v_pᵀ tanh(0) = 0, sigmoid(0) = 1/2, p_t = S_i / 2: an integer centre for an even
+    # S_i, so that positions p_t - D and p_t + D fall exactly on the window's edges.
+    queries[:, :centred] = 0
+    inputs = {
+        "queries": queries,
+        "scores": seeded_randn((b, q, s), gen, dtype, 2.0),
+        "W_p": seeded_randn((h, h), gen, dtype, 1.0),
+        "v_p": seeded_randn((1, h), gen, dtype, 1.5),
+        "window": window,
+        "valid_lens": lens,
+    }
+    label = (
+        f"queries {(b, q, h)} (the first {centred} of each sentence all zeros, so p_t = S_i / 2), scores "
+        f"{(b, q, s)}, window D = {window}, valid_lens {lens.tolist()}, dtype {spec['dtype']}"
+    )
+    return Case(label, inputs, spec, ("the centres p_t", "the weights"))
+
+
+def _predicted(
+    inputs: dict[str, Any],
+    *,
+    length: str = "valid",
+    tanh: bool = True,
+    transposed: bool = False,
+    gaussian: str = "after",
+    edges: bool = True,
+    **weights: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Local-p's centres (eq. 9) and weights (eq. 10) as LuongDecoder computes them, and wrong variants."""
+    queries, W_p, v_p, lens = inputs["queries"], inputs["W_p"], inputs["v_p"], inputs["valid_lens"]
+    hidden = queries @ (W_p if transposed else W_p.T)
+    S = {
+        "valid": lens.to(queries.dtype)[:, None],
+        "padded": torch.full_like(lens, inputs["scores"].shape[-1]).to(queries.dtype)[:, None],
+        "minus_one": (lens - 1).to(queries.dtype)[:, None],
+    }[length]
+    centres = S * torch.sigmoid(((torch.tanh(hidden) if tanh else hidden) @ v_p.T).squeeze(-1))
+    local = dict(inputs, centres=centres)
+    if gaussian == "after" and edges:
+        return centres, _local_weights(local, **weights)
+    scores, window = inputs["scores"], inputs["window"]
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None] - centres[..., None]
+    outside = (distance.abs() >= window if not edges else distance.abs() > window) | (
+        positions[None, None] >= lens[:, None, None]
+    )
+    log_gaussian = -distance.square() / (2 * (window / 2) ** 2)
+    if gaussian == "after":  # the window without its edges
+        align = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
+            outside, 0
+        )
+        return centres, align * log_gaussian.exp()
+    before = scores + log_gaussian if gaussian == "added" else scores * log_gaussian.exp()
+    return centres, F.softmax(before.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
+        outside, 0
+    )
+
+
+_GAUSSIAN_BEFORE = (
+    "The weights were renormalised after the Gaussian (adding -(s - p_t)^2 / (2 sigma^2) to the scores "
+    "before the softmax does the same), or the Gaussian scaled the scores. Eq. 10 multiplies "
+    "align -- the softmax of the scores inside the window -- by exp(-(s - p_t)^2 / (2 sigma^2)) *after* it: "
+    "the weights then sum to at most 1."
+)
+
+LOCAL_P_ATTENTION = Exercise(
+    "ch5.q4",
+    "local_p_attention",
+    "Local-p attention: predict p_t, then weigh the window",
+    solution='''
+def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
+    """Luong's local-p alignment (Luong et al. 2015, sec. 3.2): the predicted centre (eq. 9)
+    p_t = S_i * sigmoid(v_pᵀ tanh(W_p h_t)), S_i the valid length of sentence i, and the weights (eq. 10)
+    a_t(s) = align(h_t, h̄_s) * exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, align being the softmax of the
+    scores of the positions s with |s - p_t| <= D and s < S_i (0 elsewhere). Not renormalised.
+
+    queries: h_t (batch_size, num_queries, num_hiddens); scores: (batch_size, num_queries, num_keys);
+    W_p: (num_hiddens, num_hiddens) and v_p: (1, num_hiddens), the weights of bias-free nn.Linear layers;
+    window: D, an int; valid_lens: (batch_size,), each in [1, num_keys].
+    Returns: centres p_t (batch_size, num_queries), real-valued; weights (batch_size, num_queries, num_keys).
+    """
+    S = valid_lens.to(queries.dtype)[:, None]                                  # each sentence's own length
+    centres = S * torch.sigmoid(torch.tanh(queries @ W_p.T) @ v_p.T).squeeze(-1)
+    positions = torch.arange(scores.shape[-1], device=scores.device, dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]                  # s - p_t
+    outside = (distance.abs() > window) | (positions >= valid_lens[:, None, None])
+    filled = scores.masked_fill(outside, torch.finfo(scores.dtype).min)
+    align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)                # softmax inside the window
+    sigma = window / 2
+    return centres, align * torch.exp(-distance**2 / (2 * sigma**2))          # then the Gaussian
+''',
+    hint="First the centre: the score v_pᵀ tanh(W_p h_t) is one number per query; squash it into (0, 1) with "
+    "a sigmoid and stretch it to the sentence, whose length is its *valid* length, not the batch's padded "
+    "width. Then the weights, as in Q3: the window [p_t - D, p_t + D] (edges included) and the padding are "
+    "masked before the softmax, and only then does the Gaussian with sigma = D / 2 multiply the result.",
+    covers="p_t from each sentence's own length; window edges hit exactly (p_t = S_i / 2); windows wider "
+    "than short sentences; several queries per call; W_p applied as nn.Linear does; float32 and float64",
+    defaults={
+        "seed": 0,
+        "batch_size": 3,
+        "num_queries": 3,
+        "num_keys": 10,
+        "num_hiddens": 4,
+        "window": 2,
+        "centred_queries": 1,
+        "dtype": "float32",
+        "valid_lens": "random",
+    },
+    specs=[
+        {"seed": 131, "valid_lens": [6, 8, 4]},
+        {"seed": 132, "num_keys": 7, "window": 3, "valid_lens": [2, 1, 4], "centred_queries": 2},
+        {
+            "seed": 133,
+            "batch_size": 2,
+            "num_queries": 4,
+            "num_keys": 12,
+            "num_hiddens": 5,
+            "window": 1,
+            "valid_lens": [10, 6],
+            "dtype": "float64",
+        },
+        {"seed": 134, "batch_size": 2, "num_queries": 2, "window": 4, "valid_lens": [10, 8]},
+    ],
+    build=_predict_case,
+    call=lambda answer, i: answer(
+        i["queries"], i["scores"], i["W_p"], i["v_p"], i["window"], i["valid_lens"]
+    ),
+    reference=_predicted,
+    mistakes=[
+        Mistake(
+            "S in p_t = S * sigmoid(...) is each sentence's own valid length S_i, not the batch's padded "
+            "width num_keys: otherwise a short sentence's window is centred on padding.",
+            lambda i: _predicted(i, length="padded"),
+        ),
+        Mistake(
+            "You used S_i - 1; the course takes p_t = S_i * sigmoid(...) as Luong et al. write it (p_t in "
+            "[0, S_i)).",
+            lambda i: _predicted(i, length="minus_one"),
+        ),
+        Mistake(
+            "tanh is missing: p_t = S_i * sigmoid(v_pᵀ tanh(W_p h_t)).",
+            lambda i: _predicted(i, tanh=False),
+        ),
+        Mistake(
+            "W_p is the weight of nn.Linear(num_hiddens, num_hiddens): W_p h_t is `queries @ W_p.T`, "
+            "not `queries @ W_p`.",
+            lambda i: _predicted(i, transposed=True),
+        ),
+        Mistake(
+            "sigma is D / 2 (Luong et al. set it empirically); you used sigma = D, a Gaussian twice as wide.",
+            lambda i: _predicted(i, sigma="full"),
+        ),
+        Mistake(
+            "There is no window: positions further than D from p_t must get weight 0 (mask them before the "
+            "softmax), the Gaussian only favours the centre within it.",
+            lambda i: _predicted(i, cut="padding"),
+        ),
+        Mistake(
+            "The window is not clipped to the sentence: positions at or beyond valid_len are padding and "
+            "must be masked too, even when p_t + D reaches past them.",
+            lambda i: _predicted(i, cut="window"),
+        ),
+        Mistake(_GAUSSIAN_BEFORE, lambda i: _predicted(i, gaussian="added")),
+        Mistake(_GAUSSIAN_BEFORE, lambda i: _predicted(i, gaussian="multiplied")),
+        Mistake(
+            "The window's edges are left out: the window is [p_t - D, p_t + D], so a position exactly D from "
+            "p_t is inside (mask |s - p_t| > D, not >= D).",
+            lambda i: _predicted(i, edges=False),
+        ),
+    ],
+    error_hints=[
+        ErrorHint(
+            r"must match the size of tensor|mat1 and mat2 shapes",
+            "Mind the shapes: v_pᵀ tanh(W_p h_t) is (batch_size, num_queries, 1) -- squeeze the last axis "
+            "for p_t -- and the lengths need a query axis, `valid_lens[:, None]`, to scale it.",
+        ),
+    ],
+    package=["attn_course.decoders.LuongDecoder"],
+)
