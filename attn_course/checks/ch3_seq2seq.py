@@ -470,11 +470,11 @@ class BiEncoder(nn.Module):
         return outputs, torch.tanh(self.bridge(final))[None]
 ''',
     write=("forward",),
-    hint="Embed, then hand the GRU a *packed* sequence: `pack_padded_sequence(X, valid_lens.cpu(), "
-    "batch_first=True, enforce_sorted=False)`, so that each direction starts and stops at the sentence's own "
-    "ends. Unpack the outputs with `pad_packed_sequence(..., batch_first=True, total_length=S)`. The GRU's "
-    "second result holds each direction's final state, (2, batch_size, H): put the two side by side, one "
-    "sentence per row, then the bridge and its tanh, and give s_0 a layer axis.",
+    hint="Embed, then hand the GRU a *packed* sequence (torch.nn.utils.rnn has the function; your lengths "
+    "are in no particular order, and it wants them on the CPU), so that each direction starts and stops at "
+    "the sentence's own ends. Unpack the outputs back to the batch's full width S. The GRU's second result "
+    "holds each direction's final state, (2, batch_size, H): put the two side by side, one sentence per row, "
+    "then the bridge and its tanh, and give s_0 a layer axis.",
     covers="no sentence of the batch at full length; lengths in no particular order; a sentence of length 1; "
     "decoder_hiddens different from num_hiddens; the gradient of the embedding; float32 and float64",
     defaults={
