@@ -212,7 +212,7 @@ def _describe(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, (list, tuple)):
-        return f"a {type(value).__name__} of {len(value)} items"
+        return f"a {type(value).__name__} of {len(value)} item{'' if len(value) == 1 else 's'}"
     return f"the {type(value).__name__} {value!r}"
 
 
@@ -260,10 +260,12 @@ def compare(expected: Any, got: Any, names: str | Sequence[str] = "the result") 
     what = names if isinstance(names, str) else "the result"
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            wanted = ", ".join(names) if not isinstance(names, str) else f"{len(expected)} items"
-            return f"{_is(what)} {_describe(got)}, expected {len(expected)} values ({wanted})"
+            if isinstance(names, str):
+                items = "1 item" if len(expected) == 1 else f"{len(expected)} items"
+                return f"{_is(what)} {_describe(got)}, expected {items}"
+            return f"{_is(what)} {_describe(got)}, expected {len(expected)} values ({', '.join(names)})"
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
-            name = names[i] if not isinstance(names, str) and i < len(names) else f"{what}[{i}]"
+            name = names[i] if not isinstance(names, str) and i < len(names) else f"item {i} of {what}"
             diff = compare(e, g, name)
             if diff is not None:
                 return diff
@@ -292,7 +294,8 @@ def _compare_tensors(expected: torch.Tensor, got: Any, what: str) -> str | None:
         return f"{_has(what)} shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if got.dtype != expected.dtype:
         e_name, g_name = (str(d).replace("torch.", "") for d in (expected.dtype, got.dtype))
-        return f"{_has(what)} dtype {g_name}, expected {e_name} (the dtype of the inputs)"
+        why = " (compute in the inputs' floating dtype)" if expected.is_floating_point() else ""
+        return f"{_has(what)} dtype {g_name}, expected {e_name}{why}"
     if not expected.is_floating_point():
         wrong = (got != expected).flatten().nonzero()
         if wrong.numel() == 0:
