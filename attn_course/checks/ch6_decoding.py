@@ -85,16 +85,26 @@ class ScriptedModel(nn.Module):
         return (self.source_logits[src] * real[..., None]).sum(1) / src_valid_lens[:, None]
 
 
-def _greedy_case(spec: dict[str, Any]) -> Case:
-    gen = spec_generator(spec)
-    b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
-    v, max_len = spec_size(spec, "vocab_size", 5), spec_size(spec, "max_len")
-    bos, eos = 1, 2
+def _scripted_batch(
+    spec: dict[str, Any], gen: torch.Generator, b: int, s: int, v: int, max_len: int, bos: int, eos: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A decoding case's source batch and step table: (valid lengths (b,), right-padded sources (b, s) of
+    tokens 3..v-1, per-step logit offsets (max_len + 2, v) under which <eos> grows likelier with t and
+    <pad> and <bos> are never generated)."""
     lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
     src = torch.randint(3, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
     steps = torch.zeros(max_len + 2, v)
     steps[:, eos] = (torch.arange(max_len + 2) - max_len / 3) * spec["eos_ramp"]  # <eos> likelier as t grows
     steps[:, [0, bos]] = -1e4  # <pad> and <bos> are never generated
+    return lens, src, steps
+
+
+def _greedy_case(spec: dict[str, Any]) -> Case:
+    gen = spec_generator(spec)
+    b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
+    v, max_len = spec_size(spec, "vocab_size", 5), spec_size(spec, "max_len")
+    bos, eos = 1, 2
+    lens, src, steps = _scripted_batch(spec, gen, b, s, v, max_len, bos, eos)
     inputs = {
         "source_logits": seeded_randn((v, v), gen, torch.float32, 1.5),
         "transitions": seeded_randn((v, v), gen, torch.float32, 2.0),
@@ -460,11 +470,7 @@ def _beam_search_case(spec: dict[str, Any]) -> Case:
     b, s = spec_size(spec, "batch_size"), spec_size(spec, "num_keys")
     v, max_len, k = spec_size(spec, "vocab_size", 5), spec_size(spec, "max_len"), spec_size(spec, "beam_size")
     bos, eos = 1, 2
-    lens = spec_lengths(spec["valid_lens"], (b,), s, gen, "valid_lens", low=1)
-    src = torch.randint(3, v, (b, s), generator=gen).masked_fill(torch.arange(s)[None, :] >= lens[:, None], 0)
-    steps = torch.zeros(max_len + 2, v)
-    steps[:, eos] = (torch.arange(max_len + 2) - max_len / 3) * spec["eos_ramp"]  # <eos> likelier as t grows
-    steps[:, [0, bos]] = -1e4  # <pad> and <bos> are never generated
+    lens, src, steps = _scripted_batch(spec, gen, b, s, v, max_len, bos, eos)
     inputs = {
         "source_logits": seeded_randn((v, v), gen, torch.float32, spec["source_scale"]),
         "transitions": seeded_randn((v, v), gen, torch.float32, 1.0),
