@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 
 from attn_course.data import preprocess_fra_eng
 from attn_course.decoding import beam_search, greedy_decode
+from attn_course.diagnostics import attention_entropy
 from attn_course.masking import masked_softmax
 from attn_course.metrics import CONVENTIONS, alignment_error_rate, attention_to_links
 from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
@@ -85,13 +86,13 @@ def apply_temperature(
 def entropy(row: torch.Tensor | np.ndarray) -> float:
     """Shannon entropy, in nats, of one attention row (num_keys,); 0 * log 0 counts as 0.
 
-    log(num_keys) for uniform weights (the model has not decided), 0 for a one-hot row.
+    log(num_keys) for uniform weights (the model has not decided), 0 for a one-hot row
+    (`attn_course.diagnostics.attention_entropy` for a batch).
     """
     p = torch.as_tensor(row).detach().to("cpu", torch.float64)
     if p.dim() != 1:
         raise ValueError(f"row has shape {tuple(p.shape)}, expected (num_keys,)")
-    p = p[p > 0]
-    return float(-(p * p.log()).sum())
+    return float(attention_entropy(p[None, None])[0, 0])
 
 
 # ---------------------------------------------------------------------------------------------------------
