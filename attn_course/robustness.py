@@ -3,6 +3,7 @@
     python -m attn_course.robustness --out results/robustness.json          # the full matrix (about an hour)
     python -m attn_course.robustness --out /tmp/r.json --seeds 0 --kernels default --threads 1 --chapters 04
     python -m attn_course.robustness --out results/robustness-cuda.json --device cuda     # on a GPU
+    python -m attn_course.robustness --out results/robustness.json --merge /tmp/ch09.json  # runs made apart
 
 A chapter's claims about a trained model hold on a learner's machine only if they hold whatever the seed
 and the floating-point path: torch picks its CPU kernels by the processor (ATEN_CPU_CAPABILITY: default,
@@ -313,6 +314,26 @@ def _results(matrix: dict[str, Any], runs: list[dict[str, Any]], seconds: float)
     }
 
 
+def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One results object from several (e.g. a new chapter measured apart): every run of each, a later
+    one replacing a run of the same chapter and setting; the matrix is the union of theirs."""
+    runs: dict[tuple, dict[str, Any]] = {}
+    for result in results:
+        for run in result["runs"]:
+            runs[(run["chapter"], _setting_of(run))] = run
+    devices = {result["matrix"]["device"] for result in results}
+    if len(devices) != 1:
+        raise ValueError(f"cannot merge results of devices {sorted(devices)}: keep one file per device")
+
+    def union(field: str) -> list:
+        return sorted({value for result in results for value in result["matrix"][field]})
+
+    matrix = {field: union(field) for field in ("seeds", "kernels", "threads", "chapters")}
+    matrix["device"] = devices.pop()
+    seconds = sum(result["runtime_seconds"] for result in results)
+    return _results(matrix, list(runs.values()), seconds)
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read results written by this module, checking their format."""
     return load_study_results(path, RESULTS_FORMAT)
@@ -359,6 +380,13 @@ def _parser() -> argparse.ArgumentParser:
         help="cores to fill (settings of N threads run workers // N at a time; default: all)",
     )
     parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        help="add the runs of these results files to --out (which must exist) and rewrite its summary; "
+        "runs nothing",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="keep the runs already in --out and run only the settings it lacks",
@@ -370,6 +398,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     for chapter in args.chapters:
         notebook(chapter)
+    if args.merge:
+        results = merge([load_results(path) for path in (args.out, *args.merge)])
+        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        args.out.with_suffix(".md").write_text(table(results), encoding="utf-8")
+        print(table(results))
+        return 0
     kernels = args.kernels or default_kernels()
     done = load_results(args.out)["runs"] if args.resume and args.out.is_file() else ()
 

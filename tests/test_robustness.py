@@ -256,6 +256,29 @@ def test_resuming_runs_only_the_chapters_not_done(monkeypatch):
     assert results["claims"]["ch04.bleu_10_30"]["runs"] == 1
 
 
+def test_merging_adds_a_chapter_measured_apart_and_a_later_run_replaces_its_twin():
+    def results(runs, chapters, threads):
+        matrix = {"seeds": [0, 1], "kernels": ["default"], "threads": threads, "chapters": chapters,
+                  "device": "cpu"}
+        return robustness._results(matrix, runs, 10.0)
+
+    old = results([fake_run(0, "default", 90.0), fake_run(1, "default", 91.0)], ["04"], [1])
+    rerun = fake_run(1, "default", 95.0)
+    other = fake_run(0, "default", 0) | {"chapter": "03", "threads": 2, "claims": {"ch03.val_loss_drop": 0.5}}
+    new = results([rerun, other], ["03", "04"], [2])
+    merged = robustness.merge([old, new])
+    assert merged["matrix"] | {"device": "cpu"} == {
+        "seeds": [0, 1], "kernels": ["default"], "threads": [1, 2], "chapters": ["03", "04"], "device": "cpu"
+    }
+    assert len(merged["runs"]) == 3 and merged["runtime_seconds"] == 20.0
+    bleu = merged["claims"]["ch04.bleu_10_30"]
+    assert (bleu["min"], bleu["max"], bleu["runs"]) == (90.0, 95.0, 2)
+    assert merged["claims"]["ch03.val_loss_drop"]["runs"] == 1
+    cuda = new | {"matrix": new["matrix"] | {"device": "cuda"}}
+    with pytest.raises(ValueError, match="devices"):
+        robustness.merge([old, cuda])
+
+
 def test_a_cpu_setting_hides_cuda_and_sets_every_variable(tmp_path):
     env = robustness.Setting(3, "avx2", 2).environment(tmp_path)
     assert (env["ATTN_COURSE_SEED"], env["ATEN_CPU_CAPABILITY"], env["OMP_NUM_THREADS"]) == ("3", "avx2", "2")
