@@ -407,6 +407,277 @@ def masked_softmax(scores, valid_lens=None):
 )
 
 # ---------------------------------------------------------------------------------------------------------
+# ch1.q3 nadaraya_watson
+
+K = "ch1.q3"
+ok(
+    K,
+    "cdist",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    sq = torch.cdist(queries[:, None], keys[:, None]) ** 2
+    weights = F.softmax(-sq / (2 * sigma ** 2), dim=-1)
+    return weights, weights @ values
+""",
+)
+ok(
+    K,
+    "logsumexp",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries.unsqueeze(1) - keys.unsqueeze(0)) ** 2 / (2 * sigma ** 2)
+    weights = torch.exp(scores - torch.logsumexp(scores, dim=1, keepdim=True))
+    return weights, (weights * values).sum(dim=1)
+""",
+)
+ok(
+    K,
+    "max subtracted by hand",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    d = queries.reshape(-1, 1) - keys.reshape(1, -1)
+    s = -0.5 * (d / sigma) ** 2
+    e = torch.exp(s - s.max(dim=-1, keepdim=True).values)
+    w = e / e.sum(dim=-1, keepdim=True)
+    return w, torch.einsum("qk,k->q", w, values)
+""",
+)
+ok(
+    K,
+    "loop over queries",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    rows = []
+    for q in queries:
+        rows.append(torch.softmax(-(q - keys) ** 2 / (2 * sigma ** 2), dim=0))
+    weights = torch.stack(rows)
+    return weights, torch.mv(weights, values)
+""",
+)
+wrong(
+    K,
+    "softmax over dim 0",
+    ["over the queries"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2)
+    weights = torch.softmax(scores, dim=0)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "normalised by the total",
+    ["whole"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    k = torch.exp(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2))
+    weights = k / k.sum()
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "keys as rows",
+    ["swapped"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(keys[:, None] - queries[None, :]) ** 2 / (2 * sigma ** 2)
+    weights = torch.softmax(scores, dim=0)
+    return weights, values @ weights
+""",
+)
+wrong(
+    K,
+    "keys as rows softmax last",
+    ["swapped", "over the queries"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(keys.unsqueeze(1) - queries.unsqueeze(0)) ** 2 / (2 * sigma ** 2)
+    weights = torch.softmax(scores, dim=-1)
+    return weights, values @ weights
+""",
+)
+wrong(
+    K,
+    "no minus",
+    ["minus sign"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = (queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2)
+    weights = F.softmax(scores, dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "no minus naive exp",
+    ["minus sign", "NaN"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    k = torch.exp((queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2))
+    weights = k / k.sum(dim=1, keepdim=True)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "sigma squared only",
+    ["1/2", "2σ²"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries[:, None] - keys[None, :]) ** 2 / sigma ** 2
+    weights = F.softmax(scores, dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "2 sigma",
+    ["2σ²", "squared"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma)
+    weights = F.softmax(scores, dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "precedence",
+    ["parentheses", "multiplied by σ²"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries[:, None] - keys[None, :]) ** 2 / 2 * sigma ** 2
+    weights = F.softmax(scores, dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "cdist not squared",
+    ["square", "distance"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    dist = torch.cdist(queries[:, None], keys[:, None])
+    weights = F.softmax(-dist / (2 * sigma ** 2), dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "exp no normalising",
+    ["not normalised", "sum to 1"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = torch.exp(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2))
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "naive exp over sum",
+    ["NaN", "underflow"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    k = torch.exp(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2))
+    weights = k / k.sum(-1, keepdim=True)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "mean of weighted values",
+    ["weighted *sum*", "averaged"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, (weights * values).mean(dim=-1)
+""",
+)
+wrong(
+    K,
+    "averages the keys",
+    ["average the values"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, weights @ keys
+""",
+)
+wrong(
+    K,
+    "predictions first",
+    ["wrong order"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "only predictions",
+    ["only the predictions", "return both"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights @ values
+""",
+)
+wrong(
+    K,
+    "only weights",
+    ["only the weights", "return both"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    return F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+""",
+)
+wrong(
+    K,
+    "elementwise difference",
+    ["column", "row", "shape"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries - keys) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, weights * values
+""",
+)
+wrong(
+    K,
+    "float32 work",
+    ["dtype"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    q, k, v = queries.float(), keys.float(), values.float()
+    weights = F.softmax(-(q[:, None] - k[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, weights @ v
+""",
+)
+wrong(
+    K,
+    "in place",
+    ["in place"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    queries.unsqueeze_(1)
+    weights = F.softmax(-(queries - keys) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "values @ weights",
+    ["keys axis", "row of weights"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = F.softmax(-(queries[:, None] - keys[None, :]) ** 2 / (2 * sigma ** 2), dim=-1)
+    return weights, values @ weights
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
 # ch2.q1 scaled_dot_product_attention
 
 K = "ch2.q1"

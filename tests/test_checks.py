@@ -152,6 +152,87 @@ def softmax_detached(scores, valid_lens=None):
     return masked_softmax(scores.detach(), valid_lens)
 
 
+def nw_softmax_over_queries(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=0)
+    return weights, weights @ values
+
+
+def nw_divided_by_total(queries, keys, values, sigma):
+    kernel = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = kernel / kernel.sum()
+    return weights, weights @ values
+
+
+def nw_keys_by_queries(queries, keys, values, sigma):
+    weights = F.softmax(-((keys[:, None] - queries[None, :]) ** 2) / (2 * sigma**2), dim=0)
+    return weights, values @ weights
+
+
+def nw_keys_by_queries_last_axis(queries, keys, values, sigma):
+    weights = F.softmax(-((keys[:, None] - queries[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, values @ weights
+
+
+def nw_no_minus(queries, keys, values, sigma):
+    weights = F.softmax((queries[:, None] - keys[None, :]) ** 2 / (2 * sigma**2), dim=-1)
+    return weights, weights @ values
+
+
+def nw_no_half(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / sigma**2, dim=-1)
+    return weights, weights @ values
+
+
+def nw_sigma_not_squared(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma), dim=-1)
+    return weights, weights @ values
+
+
+def nw_precedence(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / 2 * sigma**2, dim=-1)
+    return weights, weights @ values
+
+
+def nw_cdist_not_squared(queries, keys, values, sigma):
+    weights = F.softmax(-torch.cdist(queries[:, None], keys[:, None]) / (2 * sigma**2), dim=-1)
+    return weights, weights @ values
+
+
+def nw_exp_unnormalised(queries, keys, values, sigma):
+    weights = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    return weights, weights @ values
+
+
+def nw_exp_over_sum(queries, keys, values, sigma):
+    kernel = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = kernel / kernel.sum(dim=-1, keepdim=True)
+    return weights, weights @ values
+
+
+def nw_mean_of_weighted_values(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, (weights * values).mean(dim=-1)
+
+
+def nw_averages_keys(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, weights @ keys
+
+
+def nw_predictions_first(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights @ values, weights
+
+
+def nw_only_predictions(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights @ values
+
+
+def nw_only_weights(queries, keys, values, sigma):
+    return F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+
+
 def attention(
     queries,
     keys,
@@ -1329,6 +1410,22 @@ MUTANTS = [
     ("ch1.q2", softmax_fill_minus_1e6_in_dtype, "NaN in float16"),
     ("ch1.q2", softmax_float32_out, "return weights of the same dtype"),
     ("ch1.q2", softmax_detached, "cuts the gradient"),
+    ("ch1.q3", nw_softmax_over_queries, "The softmax ran over the queries"),
+    ("ch1.q3", nw_divided_by_total, "sum over the whole"),
+    ("ch1.q3", nw_keys_by_queries, "your weights are (num_keys, num_queries)"),
+    ("ch1.q3", nw_keys_by_queries_last_axis, "normalised over the queries"),
+    ("ch1.q3", nw_no_minus, "The minus sign is missing"),
+    ("ch1.q3", nw_no_half, "missing the 1/2"),
+    ("ch1.q3", nw_sigma_not_squared, "You divided by 2σ, not by 2σ²"),
+    ("ch1.q3", nw_precedence, "multiplied by σ² instead of divided"),
+    ("ch1.q3", nw_cdist_not_squared, "not its square"),
+    ("ch1.q3", nw_exp_unnormalised, "The weights are not normalised"),
+    ("ch1.q3", nw_exp_over_sum, "NaN for a query far from every key"),
+    ("ch1.q3", nw_mean_of_weighted_values, "You averaged the weighted values"),
+    ("ch1.q3", nw_averages_keys, "The predictions average the keys"),
+    ("ch1.q3", nw_predictions_first, "the weights first"),
+    ("ch1.q3", nw_only_predictions, "You returned only the predictions"),
+    ("ch1.q3", nw_only_weights, "You returned only the weights"),
     ("ch2.q1", no_scaling, "not scaled"),
     ("ch2.q1", divide_by_d, "divided by d"),
     ("ch2.q1", divide_by_num_keys, "sqrt(num_keys)"),
@@ -1524,6 +1621,24 @@ def test_every_named_mistake_is_the_verdict_on_some_mutant(key: str) -> None:
 def test_every_exercise_has_at_least_three_mutants() -> None:
     counts = {key: sum(k == key for k, _, _ in MUTANTS) for key in checks.EXERCISES}
     assert min(counts.values()) >= 3, counts
+
+
+def test_nadaraya_watson_cases_hold_what_the_check_says_they_cover() -> None:
+    exercise = checks.EXERCISES["ch1.q3"]
+    cases = {case.spec["seed"]: case.inputs for case in exercise.cases()}
+    assert exercise._reference(cases[23])[0].eq(1).all()  # a single key gets all the weight
+    wide = cases[24]
+    _, predictions = exercise._reference(wide)
+    torch.testing.assert_close(predictions, wide["values"].mean().expand_as(predictions), rtol=0, atol=1e-3)
+    narrow = cases[25]
+    nearest = (narrow["queries"][:, None] - narrow["keys"][None, :]).abs().argmin(-1)
+    torch.testing.assert_close(exercise._reference(narrow)[1], narrow["values"][nearest], rtol=0, atol=1e-6)
+    for seed, dtype in ((26, torch.float32), (27, torch.float64)):  # far from every key: exp underflows
+        far = cases[seed]
+        assert far["queries"].dtype == dtype
+        assert torch.isnan(nw_exp_over_sum(**far)[1]).all()
+        weights, predictions = exercise._reference(far)
+        assert torch.isfinite(predictions).all() and weights.max(-1).values.gt(0.999).all()
 
 
 # ------------------------------------------------------------------------------------------------

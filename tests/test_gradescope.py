@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_grading import LIMITS, Q1, Q2, WRONG_Q1, _define, digest, notebook, write
+from test_grading import LIMITS, Q1, Q2, Q3, WRONG_Q1, _define, digest, notebook, write
 
 import attn_course
 from attn_course import checks
@@ -159,7 +159,7 @@ def test_run_autograder_passes_the_chapters_visibility_limits_and_notebooks_to_t
     assert options["--chapter"] == "1" and options["--visibility"] == "after_due_date"
     assert json.loads(options["--limits"]) == LIMITS.__dict__
     assert options["--expect"] == EX01
-    assert EX01 in readme and "after_due_date" in readme and "points to 2" in readme
+    assert EX01 in readme and "after_due_date" in readme and "points to 3" in readme
 
 
 def setup_installs(setup: str) -> dict[str, str]:
@@ -349,13 +349,14 @@ def graded(tmp_path_factory: pytest.TempPathFactory, bundles: dict[str, Path]) -
 def test_a_solved_notebook_gets_every_point_and_a_valid_results_json(graded: dict) -> None:
     status, output, results = graded["runs"]["solved"]
     assert status == 0, output
-    assert results["score"] == 2 and results["visibility"] == "visible"
+    assert results["score"] == 3 and results["visibility"] == "visible"
     assert results["stdout_visibility"] == "hidden"
     assert [(t["number"], t["name"], t["status"]) for t in results["tests"]] == [
         ("1.1", f"ch1.q1 {Q1.title}", "passed"),
         ("1.2", f"ch1.q2 {Q2.title}", "passed"),
+        ("1.3", f"ch1.q3 {Q3.title}", "passed"),
     ]
-    assert results["output"].startswith("2 of 2 points.")
+    assert results["output"].startswith("3 of 3 points.")
     assert "`ex01_masked_softmax.ipynb`" in results["output"]
 
 
@@ -369,7 +370,7 @@ def test_points_and_feedback_are_those_attn_course_grade_gives_the_same_notebook
             assert test["score"] == int(row[key]), (student, key)
             assert f"## {key}: {checks.EXERCISES[key].title}\n\n{test['output']}\n" in feedback
         assert results["score"] == int(row["total"])
-    assert [graded["runs"][s][2]["score"] for s in ("solved", "unsolved", "wrong")] == [2, 0, 0]
+    assert [graded["runs"][s][2]["score"] for s in ("solved", "unsolved", "wrong")] == [3, 0, 1]
     assert "write `sequence_mask`" in by_key(graded["runs"]["unsolved"][2])["ch1.q1"]["output"]
     assert "mask is inverted" in by_key(graded["runs"]["wrong"][2])["ch1.q1"]["output"]
 
@@ -417,6 +418,7 @@ def test_hostile_cells_cost_only_their_exercise_and_results_json_says_why(
     assert {key: test["score"] for key, test in tests.items()} == {
         "ch1.q1": 0,
         "ch1.q2": 0,
+        "ch1.q3": 1,  # after a cell that ended its sandbox, a new one runs the rest
         "ch2.q1": 1,  # killing the sandboxes' server costs nothing: the next sandbox comes from a new one
         "ch2.q2": 0,
         "ch2.q3": 0,
@@ -438,7 +440,7 @@ def test_an_empty_submission_scores_zero_and_says_which_notebooks_to_upload(
     check_schema(results)
     assert results["score"] == 0 and results["visibility"] == "after_due_date"
     assert "No notebook was found" in results["output"] and EX01 in results["output"]
-    assert [t["number"] for t in results["tests"]] == ["1.1", "1.2"]  # the chapter's points, all lost
+    assert [t["number"] for t in results["tests"]] == ["1.1", "1.2", "1.3"]  # the chapter's points, all lost
     for test in results["tests"]:
         assert test["visibility"] == "after_due_date"
         assert "No notebook answering this exercise was submitted" in test["output"]

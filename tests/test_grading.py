@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
 UNSOLVED = ROOT / "exercises" / "ex01_masked_softmax.ipynb"
 LIMITS = Limits(cell_timeout=3.0, total_timeout=40.0, memory_mb=5000, max_output_kb=256)
-Q1, Q2 = checks.chapter(1)
+Q1, Q2, Q3 = checks.chapter(1)
 
 WRONG_Q1 = """
 def sequence_mask(X, valid_len, value=0):
@@ -166,9 +166,9 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
-def grades(batch: dict, student: str) -> tuple[int, int]:
+def grades(batch: dict, student: str) -> tuple[int, int, int]:
     row = batch["rows"][student]
-    return int(row["ch1.q1"]), int(row["ch1.q2"])
+    return int(row["ch1.q1"]), int(row["ch1.q2"]), int(row["ch1.q3"])
 
 
 def message(batch: dict, student: str, key: str) -> str:
@@ -179,53 +179,53 @@ def message(batch: dict, student: str, key: str) -> str:
 def test_gradebook_has_one_row_per_student_one_column_per_exercise_and_a_total(batch: dict) -> None:
     with batch["out"].open() as f:
         header = next(csv.reader(f))
-    assert header == ["student", "ch1.q1", "ch1.q2", "total"]
+    assert header == ["student", "ch1.q1", "ch1.q2", "ch1.q3", "total"]
     assert set(batch["rows"]) == {p.stem for p in batch["paths"]}
     for row in batch["rows"].values():
-        assert int(row["total"]) == int(row["ch1.q1"]) + int(row["ch1.q2"])
+        assert int(row["total"]) == int(row["ch1.q1"]) + int(row["ch1.q2"]) + int(row["ch1.q3"])
 
 
 @pytest.mark.slow
 def test_a_correct_notebook_gets_every_point_and_an_untouched_one_none(batch: dict) -> None:
-    assert grades(batch, "alice") == (1, 1)
-    assert grades(batch, "bob") == (0, 0)
+    assert grades(batch, "alice") == (1, 1, 1)
+    assert grades(batch, "bob") == (0, 0, 0)
     assert "write `sequence_mask`" in message(batch, "bob", "ch1.q1")
     assert batch["results"]["bob"].exercises["ch1.q1"].status == checks.NOT_ATTEMPTED
 
 
 @pytest.mark.slow
 def test_a_hanging_cell_costs_only_its_exercise(batch: dict) -> None:
-    assert grades(batch, "hang") == (0, 1)
+    assert grades(batch, "hang") == (0, 1, 1)
     assert "ran longer than 3 s" in message(batch, "hang", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_a_hang_that_ignores_the_alarm_is_killed_and_the_rest_still_graded(batch: dict) -> None:
-    assert grades(batch, "deaf_hang") == (0, 1)
+    assert grades(batch, "deaf_hang") == (0, 1, 1)
     assert "did not stop when interrupted; it was killed" in message(batch, "deaf_hang", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_a_cell_that_ends_the_process_costs_only_its_exercise(batch: dict) -> None:
-    assert grades(batch, "exits") == (0, 1)
+    assert grades(batch, "exits") == (0, 1, 1)
     assert "exit status 3" in message(batch, "exits", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_a_function_that_kills_its_own_process_costs_only_its_exercise(batch: dict) -> None:
-    assert grades(batch, "sigkill") == (1, 0)
+    assert grades(batch, "sigkill") == (1, 0, 1)
     assert "SIGKILL" in message(batch, "sigkill", "ch1.q2")
 
 
 @pytest.mark.slow
 def test_killing_the_fork_server_costs_nothing_and_the_next_submission_is_still_graded(batch: dict) -> None:
-    assert grades(batch, "kill_parent") == (1, 1)
-    assert grades(batch, "alice") == (1, 1)  # graded after it, by a restarted fork server
+    assert grades(batch, "kill_parent") == (1, 1, 1)
+    assert grades(batch, "alice") == (1, 1, 1)  # graded after it, by a restarted fork server
 
 
 @pytest.mark.slow
 def test_an_exception_in_a_cell_is_reported_with_the_learners_line(batch: dict) -> None:
-    assert grades(batch, "crash") == (0, 1)
+    assert grades(batch, "crash") == (0, 1, 1)
     grade_q1 = batch["results"]["crash"].exercises["ch1.q1"]
     assert "`sequence_mask` is not defined" in grade_q1.message
     assert any("ZeroDivisionError" in note and "`1 / 0`" in note for note in grade_q1.notes)
@@ -233,43 +233,43 @@ def test_an_exception_in_a_cell_is_reported_with_the_learners_line(batch: dict) 
 
 @pytest.mark.slow
 def test_tampering_with_the_checks_and_torch_does_not_change_the_grade(batch: dict) -> None:
-    assert grades(batch, "tamper") == (0, 1)
+    assert grades(batch, "tamper") == (0, 1, 1)
     assert "mask is inverted" in message(batch, "tamper", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_printing_past_the_output_limit_costs_only_its_exercise(batch: dict) -> None:
-    assert grades(batch, "loud") == (0, 1)
+    assert grades(batch, "loud") == (0, 1, 1)
     assert "printed more than 256 KB" in message(batch, "loud", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_a_memory_hog_hits_the_cap_and_loses_only_its_exercise(batch: dict) -> None:
-    assert grades(batch, "hog") == (0, 1)
+    assert grades(batch, "hog") == (0, 1, 1)
     assert "ran out of memory (the limit is 5000 MB)" in message(batch, "hog", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_importing_the_packages_reference_scores_zero_with_the_reason(batch: dict) -> None:
-    assert grades(batch, "copies") == (1, 0)
+    assert grades(batch, "copies") == (1, 0, 1)
     assert "is the package's own `attn_course.masking.masked_softmax`" in message(batch, "copies", "ch1.q2")
 
 
 @pytest.mark.slow
 def test_wrapping_the_packages_reference_is_refused_while_grading(batch: dict) -> None:
-    assert grades(batch, "wraps") == (0, 1)
+    assert grades(batch, "wraps") == (0, 1, 1)
     assert "switched off while grading" in message(batch, "wraps", "ch1.q1")
 
 
 @pytest.mark.slow
 def test_cells_without_markers_are_found_by_the_names_they_define(batch: dict) -> None:
-    assert grades(batch, "unmarked") == (1, 1)
+    assert grades(batch, "unmarked") == (1, 1, 1)
     assert any("no cell starts with `# EXERCISE ch1.q1`" in n for n in batch["results"]["unmarked"].notes)
 
 
 @pytest.mark.slow
 def test_malformed_json_scores_zero_with_the_reason(batch: dict) -> None:
-    assert grades(batch, "malformed") == (0, 0)
+    assert grades(batch, "malformed") == (0, 0, 0)
     assert "not valid notebook JSON" in message(batch, "malformed", "ch1.q1")
 
 
@@ -280,7 +280,8 @@ def test_feedback_file_per_student_gives_each_exercises_message(batch: dict) -> 
     text = (batch["feedback"] / "hang.md").read_text()
     assert "| ch1.q1 `sequence_mask` | 0/1 | incorrect |" in text
     assert "| ch1.q2 `masked_softmax` | 1/1 | correct |" in text
-    assert "ran longer than 3 s" in text and "**Total: 1 of 2**" in text
+    assert "| ch1.q3 `nadaraya_watson` | 1/1 | correct |" in text
+    assert "ran longer than 3 s" in text and "**Total: 2 of 3**" in text
 
 
 @pytest.mark.slow
@@ -292,7 +293,7 @@ def test_submission_files_are_never_modified(batch: dict) -> None:
 def test_honest_submissions_in_a_hostile_batch_get_full_marks_from_one_sandbox_run_each(batch: dict) -> None:
     # Not timed: honest work is graded in full by a single sandbox run, with no restart and no note, ...
     for student in ("alice", "unmarked"):
-        assert grades(batch, student) == (1, 1)
+        assert grades(batch, student) == (1, 1, 1)
         assert batch["sandbox_runs"][student] == 1
     assert batch["results"]["alice"].notes == []
     # ... because each hostile step is cut off by its own limit: the alarm, the output cap and the memory
@@ -330,7 +331,7 @@ def test_hidden_inputs_can_fail_an_answer_the_shipped_cases_pass(
     )
     assert status == 0
     rows = list(csv.DictReader(out.open()))
-    assert rows == [{"student": "dana", "ch1.q1": "1", "ch1.q2": "0", "total": "1"}]
+    assert rows == [{"student": "dana", "ch1.q1": "1", "ch1.q2": "0", "ch1.q3": "1", "total": "2"}]
     feedback = (tmp_path / "grades_feedback" / "dana.md").read_text()
     assert "Failing case: scores of shape (2, 3, 9)" in feedback
     assert "graded 1 submissions" in capsys.readouterr().out
@@ -366,7 +367,7 @@ def test_the_total_time_limit_stops_a_slow_submission(tmp_path: Path, sandboxes:
     slow = notebook({"ch1.q1": "import time\ntime.sleep(6)\n" + Q1.solution_code})
     limits = Limits(cell_timeout=8.0, total_timeout=2.0, memory_mb=5000)
     result = grade_submission(write(tmp_path, "slow", slow), limits=limits, sandboxes=sandboxes)
-    assert [g.points for g in result.exercises.values()] == [0, 0]
+    assert [g.points for g in result.exercises.values()] == [0, 0, 0]
     for grade_ in result.exercises.values():
         assert "total time limit (2 s) ran out" in grade_.message
 
@@ -376,7 +377,7 @@ def test_a_submission_graded_alone_gets_the_same_grade_as_in_a_batch(
     tmp_path: Path, sandboxes: Sandboxes
 ) -> None:
     result = grade_submission(write(tmp_path, "frank", notebook()), limits=LIMITS, sandboxes=sandboxes)
-    assert result.student == "frank" and result.total == 2 and result.notes == []
+    assert result.student == "frank" and result.total == 3 and result.notes == []
 
 
 def test_a_notebook_without_exercises_is_noted_not_crashed(tmp_path: Path) -> None:
@@ -398,7 +399,7 @@ def test_student_ids_can_come_from_metadata_and_merge_rows(tmp_path: Path) -> No
     out = tmp_path / "grades.csv"
     grade(paths, out=out, limits=LIMITS, id_from="metadata")
     assert list(csv.DictReader(out.open())) == [
-        {"student": "erin", "ch1.q1": "1", "ch1.q2": "1", "total": "2"}
+        {"student": "erin", "ch1.q1": "1", "ch1.q2": "1", "ch1.q3": "1", "total": "3"}
     ]
 
 

@@ -189,5 +189,5 @@ def test_one_folder_per_student_with_the_assignments_file_name_gives_a_row_per_s
     assert status == 0
     assert "student ids: from the folder of each submission (auto)" in capsys.readouterr().out
     rows = {row["student"]: row["total"] for row in csv.DictReader(out.open())}
-    assert rows == {"alice": "2", "bob": "0", "carol": "2"}
+    assert rows == {"alice": "3", "bob": "0", "carol": "3"}
     assert {p.stem for p in (tmp_path / "grades_feedback").glob("*.md")} == {"alice", "bob", "carol"}

@@ -60,7 +60,7 @@ def test_release_of_one_chapter_writes_only_that_notebook(tmp_path: Path) -> Non
 
 
 def test_graded_solution_says_solutions_are_off_and_shows_no_code(capsys: pytest.CaptureFixture[str]) -> None:
-    q1, _ = checks.chapter(1, graded=True)
+    q1 = checks.chapter(1, graded=True)[0]
     q1.solution()
     shown = capsys.readouterr().out
     assert "Solutions are off for graded work" in shown
@@ -69,7 +69,7 @@ def test_graded_solution_says_solutions_are_off_and_shows_no_code(capsys: pytest
 
 
 def test_graded_check_and_hint_still_work(capsys: pytest.CaptureFixture[str]) -> None:
-    q1, _ = checks.chapter(1, graded=True)
+    q1 = checks.chapter(1, graded=True)[0]
     namespace: dict = {}
     exec(checks.PREAMBLES[1] + checks.EXERCISES["ch1.q1"].solution_code, namespace)
     assert q1.check(namespace["sequence_mask"]).passed
@@ -105,7 +105,7 @@ CHEATS = {
 @pytest.fixture(scope="module")
 def graded(release: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     folder = tmp_path_factory.mktemp("submissions")
-    solved = {key: checks.EXERCISES[key].solution_code for key in ("ch1.q1", "ch1.q2")}
+    solved = {key: checks.EXERCISES[key].solution_code for key in ("ch1.q1", "ch1.q2", "ch1.q3")}
     submissions = {"honest": solved}
     for name, cheat in CHEATS.items():
         submissions[name] = dict(solved, **{"ch1.q1": "from attn_course import checks\n" + cheat})
@@ -120,14 +120,14 @@ def graded(release: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 @pytest.mark.slow
 def test_a_released_notebook_answered_correctly_gets_full_marks(graded: dict) -> None:
-    assert graded["honest"]["ch1.q1"] == "1" and graded["honest"]["total"] == "2"
+    assert graded["honest"]["ch1.q1"] == "1" and graded["honest"]["total"] == "3"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", list(CHEATS))
 def test_a_cell_that_runs_the_model_answer_scores_zero(graded: dict, cheat: str) -> None:
     assert graded[cheat]["ch1.q1"] == "0", cheat
-    assert graded[cheat]["ch1.q2"] == "1"  # only the exercise that cheated
+    assert graded[cheat]["ch1.q2"] == graded[cheat]["ch1.q3"] == "1"  # only the exercise that cheated
 
 
 CHAPTER_6_CHEATS = {

@@ -9,7 +9,7 @@ exception in the learner's code is summarised (type, message, the learner's own 
 stub (whose body is ``raise NotImplementedError``) answers "not attempted yet".
 
     from attn_course import checks
-    q1, q2 = checks.chapter(1)
+    q1, q2, q3 = checks.chapter(1)
     q1.check()        # finds `sequence_mask` in the notebook, shows the verdict, returns a CheckResult
     q1.hint()
     q1.solution()
@@ -28,6 +28,7 @@ sandboxed process and parts 1 and 3 in the grader, so nothing the learner's code
 
 from __future__ import annotations
 
+from attn_course.checks.ch1_lookup import NADARAYA_WATSON
 from attn_course.checks.ch1_masking import MASKED_SOFTMAX, SEQUENCE_MASK
 from attn_course.checks.ch2_scoring import (
     ADDITIVE_ATTENTION,
@@ -87,7 +88,7 @@ PREAMBLES: dict[int, str] = {
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
-    1: (SEQUENCE_MASK, MASKED_SOFTMAX),
+    1: (SEQUENCE_MASK, MASKED_SOFTMAX, NADARAYA_WATSON),
     2: (SCALED_DOT_PRODUCT, ADDITIVE_ATTENTION, GENERAL_SCORES, CONCAT_SCORES, MASKED_ATTENTION_BUGS),
     3: (MASKED_CROSS_ENTROPY, FINAL_STATE, BI_ENCODER),
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
@@ -100,7 +101,7 @@ EXERCISES: dict[str, Exercise] = {ex.key: ex for chapter in _CHAPTERS.values() f
 
 
 def chapter(number: int, *, graded: bool = False) -> tuple[Exercise, ...]:
-    """The exercises of a chapter, in order: ``q1, q2 = checks.chapter(1)``.
+    """The exercises of a chapter, in order: ``q1, q2, q3 = checks.chapter(1)``.
 
     graded=True (the set-up cell of the notebooks `attn-course release` writes): the same checks and hints,
     but `solution()` says that solutions are off instead of showing the model answer. The switch lives in
