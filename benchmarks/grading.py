@@ -131,7 +131,7 @@ def write_class(folder: str | Path, students: int, seed: int = 0) -> dict[str, i
     """Write a class of `students` x 6 submissions under `folder` (see the module's docstring); return how
     many submissions of each kind it holds."""
     folder, rng = Path(folder), random.Random(seed)
-    names = sorted(p.name for p in (ROOT / "solutions").glob("ex0*.ipynb"))
+    names = sorted(p.name for p in (ROOT / "solutions").glob("ex[0-9]*.ipynb"))
     solutions = {n: json.loads((ROOT / "solutions" / n).read_text()) for n in names}
     templates = {n: json.loads((ROOT / "exercises" / n).read_text()) for n in names}
     answers = wrong_answers()
