@@ -203,9 +203,6 @@ class AdditiveAttention(_Attention):
     def _project_keys(self, keys: torch.Tensor) -> torch.Tensor:
         return self.W_k(keys)
 
-    def extra_repr(self) -> str:
-        return f"activation={self.activation!r}"
-
     def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
         if self.activation != "tanh":  # the fast form rewrites tanh; there is none for relu
             return additive_scores(self.W_q(queries), memory.projected_keys, self.w_v.weight, self.activation)

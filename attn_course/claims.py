@@ -162,12 +162,12 @@ CLAIMS: dict[str, Claim] = _claims(
     Claim("ch10.broken_bleu_gap", "BLEU of the healthy model minus the better of the frozen and lazy ones",
           10),
     Claim("ch10.healthy_lazy_sentences", "healthy model: share of test sentences of concentration >= 0.6",
-          0.1, at_least=False),
+          0.12, at_least=False),
     Claim("ch10.activation_max_entropy", "tanh and ReLU scores over three seeds: largest final mean entropy",
           0.6, at_least=False),
-    Claim("ch10.relu_bleu_gain", "BLEU of the ReLU score minus the tanh score, mean over three seeds", 0),
+    Claim("ch10.relu_bleu_gain", "BLEU of the ReLU score minus the tanh score, mean over three seeds", -2),
     Claim("ch10.relu_entropy_gap",
-          "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0),
+          "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0.05),
 )
 
 
