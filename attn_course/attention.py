@@ -25,7 +25,7 @@ from torch.nn import functional as F
 
 from attn_course import fast
 from attn_course.masking import masked_softmax_unchecked
-from attn_course.scoring import additive_scores, dot_scores, location_scores
+from attn_course.scoring import additive_scores, check_activation, dot_scores, location_scores
 from attn_course.validation import check_floating, check_positive_int, check_shape, check_valid_lens
 
 LUONG_SCORES = ("dot", "general", "concat", "location")
@@ -182,17 +182,20 @@ class AdditiveAttention(_Attention):
     Bias-free layers named as in d2l (W_q: query_size -> num_hiddens, W_k: key_size -> num_hiddens,
     w_v: num_hiddens -> 1), so `load_state_dict(d2l_layer.state_dict())` copies d2l's weights.
     `fast_scores` (False; `attn_course.fast.enabled` switches it on while decoding) takes the scores from
-    `fast.additive_scores`, the same numbers computed faster on the CPU.
+    `fast.additive_scores`, the same numbers computed faster on the CPU (tanh only).
+    activation: "tanh" (the paper's) or "relu", w_vᵀ relu(W_q q + W_k k) (chapter 10 compares them).
     Bahdanau et al. 2014, eq. (6) and appendix A.1.2.
     """
 
     fast_scores = False
 
-    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0,
+                 activation: str = "tanh") -> None:
         super().__init__(
             dropout, check_positive_int("query_size", query_size), check_positive_int("key_size", key_size)
         )
         check_positive_int("num_hiddens", num_hiddens)
+        self.activation = check_activation(activation)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -201,6 +204,8 @@ class AdditiveAttention(_Attention):
         return self.W_k(keys)
 
     def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        if self.activation != "tanh":  # the fast form rewrites tanh; there is none for relu
+            return additive_scores(self.W_q(queries), memory.projected_keys, self.w_v.weight, self.activation)
         scores = fast.additive_scores if self.fast_scores else additive_scores
         return scores(self.W_q(queries), memory.projected_keys, self.w_v.weight)
 

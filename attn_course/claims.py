@@ -154,6 +154,20 @@ CLAIMS: dict[str, Claim] = _claims(
     ),
     # Chapter 8: batched decoding gives the one-at-a-time outputs.
     Claim("ch08.batched_identical", "share of sentences decoded identically batched and one at a time", 0.95),
+    # Chapter 10: diagnosing attention (small Bahdanau models trained in the chapter).
+    Claim("ch10.final_entropy", "healthy model: mean normalised entropy of the test attention after training",
+          0.6, at_least=False),
+    Claim("ch10.healthy_concentration", "healthy model: mean concentration of the test attention", 0.5,
+          at_least=False),
+    Claim("ch10.broken_bleu_gap", "BLEU of the healthy model minus the better of the frozen and lazy ones",
+          10),
+    Claim("ch10.healthy_lazy_sentences", "healthy model: share of test sentences of concentration >= 0.6",
+          0.12, at_least=False),
+    Claim("ch10.activation_max_entropy", "tanh and ReLU scores over three seeds: largest final mean entropy",
+          0.6, at_least=False),
+    Claim("ch10.relu_bleu_gain", "BLEU of the ReLU score minus the tanh score, mean over three seeds", -2),
+    Claim("ch10.relu_entropy_gap",
+          "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0.05),
 )
 
 

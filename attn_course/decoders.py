@@ -180,15 +180,17 @@ class BahdanauDecoder(Decoder):
         logits_t = W_o [s_t; c_t; e(y_{t-1})]                                   (g(y_{i-1}, s_i, c_i), eq. 4)
     The output layer is a single Linear over the inputs eq. 4 gives g, not the paper's maxout deep output
     (appendix A.2.2, whose formula reads s_{i-1} where eq. 4 has s_i): one fewer hidden layer.
-    U_a h_j is computed once per batch (attention.prepare in init_state).
+    U_a h_j is computed once per batch (attention.prepare in init_state). score_activation="relu" swaps
+    the score's tanh for a ReLU (`attn_course.attention.AdditiveAttention`).
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
-                 enc_size: int, attn_hiddens: int | None = None, cell: str = "gru", dropout: float = 0.0,
-                 pad: int = 0):
+                 enc_size: int, attn_hiddens: int | None = None, score_activation: str = "tanh",
+                 cell: str = "gru", dropout: float = 0.0, pad: int = 0):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + enc_size, cell=cell, dropout=dropout, pad=pad)
-        self.attention = AdditiveAttention(enc_size, num_hiddens, attn_hiddens or num_hiddens)
+        self.attention = AdditiveAttention(enc_size, num_hiddens, attn_hiddens or num_hiddens,
+                                           activation=score_activation)
         self.output = nn.Linear(num_hiddens + enc_size + embed_size, vocab_size)
 
     def init_state(self, enc: EncoderOutput) -> DecoderState:

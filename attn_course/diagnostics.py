@@ -1,7 +1,10 @@
-"""Measuring what attention does: how spread out (entropy) each decoder step's weights are.
+"""Measuring what attention does: how spread out (entropy) each decoder step's weights are, and how much
+of a sentence's attention piles up on one source position (concentration).
 
     H = attention_entropy(weights, src_valid_lens)            # (batch_size, num_steps), nats
     h = mean_entropy(weights, src_valid_lens, tgt_valid_lens, normalise=True)   # one number in [0, 1]
+    c = attention_concentration(weights, src_valid_lens, tgt_valid_lens)       # (batch_size,), in (0, 1]
+    d = diagnose(weights, src_valid_lens, tgt_valid_lens)     # Diagnosis(entropy, concentration, verdict)
 
 An untrained model's weights are close to uniform over the real source tokens (entropy near log of their
 number); a trained one's sharpen towards the words it translates. Normalised entropy divides by that
@@ -9,6 +12,8 @@ maximum, log(src_valid_len), so sentences of different lengths can be averaged: 
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -22,6 +27,30 @@ def _check_weights(weights: Tensor) -> Tensor:
     if not torch.isfinite(weights).all() or (weights < 0).any():
         raise ValueError("weights contains NaN, inf or negative values, expected attention weights")
     return weights
+
+
+def _real_key_lens(p: Tensor, src_valid_lens: Tensor | None) -> Tensor:
+    """src_valid_lens on p's device (all num_keys when None); weight on a padded key is an error."""
+    batch_size, _, num_keys = p.shape
+    if src_valid_lens is None:
+        return torch.full((batch_size,), num_keys, device=p.device)
+    lens = src_valid_lens.to(p.device)
+    padded = torch.arange(num_keys, device=p.device)[None, None] >= lens[:, None, None]
+    if (p.masked_fill(~padded, 0) > 0).any():
+        raise ValueError("weights puts weight on padded keys (positions >= src_valid_lens): "
+                         "the softmax was not masked")
+    return lens
+
+
+def _real_steps(tgt_valid_lens: Tensor | None, batch_size: int, num_steps: int, device: torch.device
+                ) -> Tensor:
+    """(batch_size, num_steps) bool, True at the decoder steps that produced a real token."""
+    if tgt_valid_lens is None:
+        return torch.ones(batch_size, num_steps, dtype=torch.bool, device=device)
+    check_tensor("tgt_valid_lens", tgt_valid_lens)
+    check_valid_lens(tgt_valid_lens, batch_size, None, num_steps, low=0, per_query=False, upper="num_steps",
+                     name="tgt_valid_lens")
+    return torch.arange(num_steps, device=device)[None] < tgt_valid_lens.to(device)[:, None]
 
 
 def attention_entropy(weights: Tensor, src_valid_lens: Tensor | None = None, *, normalise: bool = False
@@ -39,14 +68,7 @@ def attention_entropy(weights: Tensor, src_valid_lens: Tensor | None = None, *, 
     check_valid_lens(src_valid_lens, batch_size, None, num_keys, low=1, per_query=False,
                      name="src_valid_lens")
     p = weights.detach().to(torch.float64)
-    if src_valid_lens is not None:
-        lens = src_valid_lens.to(p.device)
-        padded = torch.arange(num_keys, device=p.device)[None, None] >= lens[:, None, None]
-        if (p.masked_fill(~padded, 0) > 0).any():
-            raise ValueError("weights puts weight on padded keys (positions >= src_valid_lens): "
-                             "the softmax was not masked")
-    else:
-        lens = torch.full((batch_size,), num_keys, device=p.device)
+    lens = _real_key_lens(p, src_valid_lens)
     entropy = -torch.where(p > 0, p * p.clamp_min(torch.finfo(p.dtype).tiny).log(), 0.0).sum(-1)
     if not normalise:
         return entropy
@@ -59,13 +81,80 @@ def mean_entropy(weights: Tensor, src_valid_lens: Tensor | None = None, tgt_vali
     """The mean of `attention_entropy` over the real decoder steps of a batch (tgt_valid_lens: (batch_size,)
     integer, the steps that produced a real token, <eos> included; None: all num_steps)."""
     entropy = attention_entropy(weights, src_valid_lens, normalise=normalise)
-    batch_size, num_steps = entropy.shape
     if tgt_valid_lens is None:
         return float(entropy.mean())
-    check_tensor("tgt_valid_lens", tgt_valid_lens)
-    check_valid_lens(tgt_valid_lens, batch_size, None, num_steps, low=0, per_query=False, upper="num_steps",
-                     name="tgt_valid_lens")
-    real = torch.arange(num_steps, device=entropy.device)[None] < tgt_valid_lens.to(entropy.device)[:, None]
+    real = _real_steps(tgt_valid_lens, *entropy.shape, entropy.device)
     if not real.any():
         raise ValueError("tgt_valid_lens sums to 0: there are no decoder steps to average over")
     return float(entropy[real].mean())
+
+
+def attention_concentration(weights: Tensor, src_valid_lens: Tensor | None = None,
+                            tgt_valid_lens: Tensor | None = None) -> Tensor:
+    """The largest share of a sentence's attention, summed over its real steps, on one source position.
+
+    weights: (batch_size, num_steps, num_keys), each row a distribution over the keys; src_valid_lens:
+    (batch_size,) integer, the real keys (None: all); tgt_valid_lens: (batch_size,) integer, the real
+    decoder steps, <eos> included (None: all). Returns (batch_size,) float64:
+    max_j sum_{t real} alpha_tj / sum_{t real} sum_j alpha_tj.
+    A diagonal alignment spreads the mass evenly (about 1 / src_valid_len); a *lazy* model that sends every
+    step to the same token (the final "." or <eos>) puts it all on one column, giving about 1. Uniform rows
+    also give 1 / src_valid_len: tell them from a diagonal by their entropy (`diagnose` uses both).
+    A sentence without real steps, or whose real steps carry no weight, is refused (its share is 0 / 0).
+    """
+    _check_weights(weights)
+    batch_size, num_steps, _ = weights.shape
+    check_valid_lens(src_valid_lens, batch_size, None, weights.shape[-1], low=1, per_query=False,
+                     name="src_valid_lens")
+    p = weights.detach().to(torch.float64)
+    _real_key_lens(p, src_valid_lens)
+    real = _real_steps(tgt_valid_lens, batch_size, num_steps, p.device)
+    mass = (p * real[..., None]).sum(1)                                       # (batch_size, num_keys)
+    total = mass.sum(-1)
+    empty = (total <= 0).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"sentences {empty} have no attention weight on their real decoder steps "
+                         "(tgt_valid_lens 0, or all-zero rows): their concentration is 0 / 0")
+    return mass.max(-1).values / total
+
+
+#: `diagnose` calls attention near-uniform (the model has not learned where to look) when the mean
+#: normalised entropy of its real steps is at least this: rows within a few per cent of log(src_valid_len).
+NEAR_UNIFORM_ENTROPY = 0.9
+#: `diagnose` calls attention collapsed (a lazy model staring at one position) when, on average over the
+#: sentences, at least this share of a sentence's attention lands on one source position. A diagonal
+#: alignment of n words gives about 1/n; 0.6 is above that for every sentence of 2 or more words + <eos>.
+COLLAPSED_CONCENTRATION = 0.6
+VERDICTS = ("near-uniform", "collapsed", "looking")
+
+
+class Diagnosis(NamedTuple):
+    """`diagnose`'s summary of a batch of attention weights.
+
+    entropy: mean normalised entropy of the real steps, in [0, 1] (1: uniform rows);
+    concentration: mean over sentences of `attention_concentration`, in (0, 1] (1: one column);
+    verdict: "collapsed" (concentration >= COLLAPSED_CONCENTRATION), else "near-uniform" (entropy >=
+    NEAR_UNIFORM_ENTROPY), else "looking" (neither: the steps look at different, chosen positions).
+    """
+
+    entropy: float
+    concentration: float
+    verdict: str
+
+
+def diagnose(weights: Tensor, src_valid_lens: Tensor | None = None, tgt_valid_lens: Tensor | None = None
+             ) -> Diagnosis:
+    """Flag attention that has not learned to look (near-uniform) or that stares at one position (collapsed).
+
+    weights: (batch_size, num_steps, num_keys); src_valid_lens, tgt_valid_lens: (batch_size,) integer or
+    None, as in `attention_concentration`. Padded steps and keys are left out of both numbers.
+    """
+    entropy = mean_entropy(weights, src_valid_lens, tgt_valid_lens, normalise=True)
+    concentration = float(attention_concentration(weights, src_valid_lens, tgt_valid_lens).mean())
+    if concentration >= COLLAPSED_CONCENTRATION:
+        verdict = "collapsed"
+    elif entropy >= NEAR_UNIFORM_ENTROPY:
+        verdict = "near-uniform"
+    else:
+        verdict = "looking"
+    return Diagnosis(entropy, concentration, verdict)

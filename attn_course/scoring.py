@@ -17,6 +17,16 @@ from torch.nn import functional as F
 
 from attn_course.validation import check_floating, check_shape
 
+#: The nonlinearity of the additive score: Bahdanau's tanh, or ReLU (an experiment of chapter 10).
+ADDITIVE_ACTIVATIONS = ("tanh", "relu")
+
+
+def check_activation(activation: object) -> str:
+    """Raise ValueError unless `activation` is one of ADDITIVE_ACTIVATIONS; return it."""
+    if activation not in ADDITIVE_ACTIVATIONS:
+        raise ValueError(f"activation={activation!r}, expected one of {ADDITIVE_ACTIVATIONS}")
+    return activation
+
 
 def _check_queries_keys(queries: torch.Tensor, keys: torch.Tensor, same_size: bool = False) -> None:
     """Both 3-D floating tensors of one batch; with same_size, keys must have the queries' feature size."""
@@ -82,7 +92,7 @@ def check_additive_inputs(
 
 
 def additive_scores(
-    projected_queries: torch.Tensor, projected_keys: torch.Tensor, w_v: torch.Tensor
+    projected_queries: torch.Tensor, projected_keys: torch.Tensor, w_v: torch.Tensor, activation: str = "tanh"
 ) -> torch.Tensor:
     """Additive (MLP) score w_vᵀ tanh(W_q q + W_k k) from already-projected queries and keys.
 
@@ -95,11 +105,14 @@ def additive_scores(
     names W_a -> W_q, U_a -> W_k, v_a -> w_v. Builds a (batch_size, num_queries, num_keys, num_hiddens)
     tensor, as d2l does: additive attention costs num_hiddens times more memory than dot-product.
     (`attn_course.fast.additive_scores` is the same score in a form that decoding on the CPU runs faster.)
+    activation="relu" puts max(0, x) in place of tanh: unbounded, and zero for every negative feature.
     """
     check_additive_inputs(projected_queries, projected_keys, w_v)
-    # (B, Q, 1, H) + (B, 1, K, H): every query against every key. tanh in place: the sum is the largest
-    # tensor here, and nothing else needs it.
-    features = (projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1)).tanh_()
+    check_activation(activation)
+    # (B, Q, 1, H) + (B, 1, K, H): every query against every key. The nonlinearity in place: the sum is the
+    # largest tensor here, and nothing else needs it.
+    features = projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1)
+    features = features.tanh_() if activation == "tanh" else features.relu_()
     return F.linear(features, w_v).squeeze(-1)  # w_vᵀ ...: (B, Q, K)
 
 

@@ -20,7 +20,7 @@ DECODERS: dict[str, type[Decoder]] = {
 
 DECODER_OPTIONS: dict[str, tuple[str, ...]] = {
     "plain": (),
-    "bahdanau": ("attn_hiddens",),
+    "bahdanau": ("attn_hiddens", "score_activation"),
     "luong": ("score", "input_feeding", "attention", "window", "attn_hiddens", "max_len"),
 }
 """The `ModelConfig` fields that only some decoders read, by ``kind``."""
@@ -36,8 +36,9 @@ class ModelConfig:
     that the baseline differs from it only by attention), False for "luong" (a stacked unidirectional
     encoder). The decoder has decoder_hiddens units (None: encoder_hiddens); the encoder's bridge maps its
     final state to that size. The decoder options (None: the decoder's default) are attn_hiddens
-    ("bahdanau", "luong" with the concat score) and, for "luong", score, input_feeding, attention, window and
-    max_len (see `attn_course.decoders.LuongDecoder`); setting one that the kind does not read is an error.
+    ("bahdanau", "luong" with the concat score), score_activation ("bahdanau": "tanh" or "relu" in the
+    additive score) and, for "luong", score, input_feeding, attention, window and max_len (see
+    `attn_course.decoders.LuongDecoder`); setting one that the kind does not read is an error.
     """
 
     kind: str
@@ -58,11 +59,12 @@ class ModelConfig:
     attention: str | None = None
     window: int | None = None
     max_len: int | None = None
+    score_activation: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DECODERS:
             raise ValueError(f"kind={self.kind!r}, expected one of {sorted(DECODERS)}")
-        for name in DECODER_OPTIONS["luong"]:
+        for name in dict.fromkeys(name for names in DECODER_OPTIONS.values() for name in names):
             value = getattr(self, name)
             if value is not None and name not in DECODER_OPTIONS[self.kind]:
                 readers = sorted(k for k, names in DECODER_OPTIONS.items() if name in names)

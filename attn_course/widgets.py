@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 
 from attn_course.data import preprocess_fra_eng
 from attn_course.decoding import beam_search, greedy_decode
-from attn_course.diagnostics import attention_entropy
+from attn_course.diagnostics import Diagnosis, attention_entropy, diagnose
 from attn_course.masking import masked_softmax
 from attn_course.metrics import CONVENTIONS, alignment_error_rate, attention_to_links
 from attn_course.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
@@ -412,7 +412,9 @@ class AttentionExplorer:
     State for code and tests (updated on every change): `views` (one AttentionView per model),
     `shown_weights` (the weights after the temperature, one (num_steps, num_keys) array per model),
     `highlighted_row`, `highlighted_token`, `argmax_source_index`, `argmax_source_word`, `row_entropy`
-    and `aer` (all of the first model). Widgets: `sentence_dropdown`, `sentence_text`, `mode_buttons`,
+    and `aer` (all of the first model); `diagnoses`, one `attn_course.diagnostics.Diagnosis` per model of
+    the shown weights (mean normalised entropy, concentration, verdict), also shown under each sentence.
+    Widgets: `sentence_dropdown`, `sentence_text`, `mode_buttons`,
     `beam_slider`, `step_slider`, `temperature_slider`, `gold_toggle`, `convention_dropdown` ("output"
     or "input": which word a step's attention is credited to), `image` (PNG of the heatmaps),
     `step_html` (the sentences with the current step highlighted), `aer_label`, `status`; layout `widget`.
@@ -460,6 +462,7 @@ class AttentionExplorer:
         self.argmax_source_index: int | None = None
         self.argmax_source_word: str | None = None
         self.row_entropy: float | None = None
+        self.diagnoses: list[Diagnosis] = []
         self.aer: float | None = None
         self._syncing = False
         self._wire()
@@ -673,10 +676,11 @@ class AttentionExplorer:
         self.argmax_source_index = int(row.argmax())
         self.argmax_source_word = first.src_tokens[self.argmax_source_index]
         self.row_entropy = entropy(row)
+        self.diagnoses = [diagnose(torch.as_tensor(weights)[None]) for weights in self.shown_weights]
         self.aer = first.aer if show_gold else None
         self.step_html.value = "".join(
-            _step_html(view, weights, step)
-            for view, weights in zip(self.views, self.shown_weights, strict=True)
+            _step_html(view, weights, step, diagnosis)
+            for view, weights, diagnosis in zip(self.views, self.shown_weights, self.diagnoses, strict=True)
         )
         self.aer_label.value = self._aer_html(show_gold)
         show_figure(self.image, self._figure(step, temperature, show_gold))
@@ -741,7 +745,19 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _step_html(view: AttentionView, weights: np.ndarray, step: int) -> str:
+def _diagnosis_html(diagnosis: Diagnosis) -> str:
+    """The sentence's mean normalised entropy and concentration, and a warning when they flag a problem."""
+    flags = {"collapsed": "collapsed on one position: a lazy column",
+             "near-uniform": "near-uniform: not looking anywhere in particular"}
+    flag = flags.get(diagnosis.verdict)
+    return (f"<div class='attn-diagnosis' data-verdict='{diagnosis.verdict}' style='font-size:12px'>"
+            f"whole sentence: mean normalised entropy {diagnosis.entropy:.2f} (1: uniform), concentration "
+            f"{diagnosis.concentration:.2f} (share of all its attention on one source word)"
+            + (f" <b style='color:#b00'>&#9888; {flag}</b>" if flag else "") + "</div>")
+
+
+def _step_html(view: AttentionView, weights: np.ndarray, step: int,
+               diagnosis: Diagnosis | None = None) -> str:
     """The view's target sentence with the current token highlighted, the source shaded by its weights."""
     current = step if step < len(view.tgt_tokens) else None
     target = []
@@ -775,5 +791,6 @@ def _step_html(view: AttentionView, weights: np.ndarray, step: int) -> str:
         f"<div class='attn-view' data-model='{html.escape(view.name)}' style='margin:4px 0'>"
         f"<div><b>{html.escape(view.name)}</b> target: {' '.join(target)}</div>"
         f"<div>source weights: {' '.join(source)}</div>"
-        f"<div style='font-size:12px'>{info}</div></div>"
+        f"<div style='font-size:12px'>{info}</div>"
+        + ("" if diagnosis is None else _diagnosis_html(diagnosis)) + "</div>"
     )

@@ -3,7 +3,7 @@
 ``python -m benchmarks.grading [--students 300] [--jobs 1 2] [--out grading.json]``
 
 The class (`write_class`) is laid out as instructors get it, one folder per student,
-``class/<student>/exNN_*.ipynb``, one submission of each of the 6 exercise notebooks per student. Each
+``class/<student>/exNN_*.ipynb``, one submission of each exercise notebook per student. Each
 submission is drawn, with a fixed seed, as:
 
 - correct, 70%: the notebook of solutions/;
@@ -128,10 +128,10 @@ def _submission(kind: str, name: str, solution: dict, template: dict, answers: d
 
 
 def write_class(folder: str | Path, students: int, seed: int = 0) -> dict[str, int]:
-    """Write a class of `students` x 6 submissions under `folder` (see the module's docstring); return how
-    many submissions of each kind it holds."""
+    """Write a class of `students` x (one per exercise notebook) submissions under `folder` (see the module's
+    docstring); return how many submissions of each kind it holds."""
     folder, rng = Path(folder), random.Random(seed)
-    names = sorted(p.name for p in (ROOT / "solutions").glob("ex0*.ipynb"))
+    names = sorted(p.name for p in (ROOT / "solutions").glob("ex[0-9]*.ipynb"))
     solutions = {n: json.loads((ROOT / "solutions" / n).read_text()) for n in names}
     templates = {n: json.loads((ROOT / "exercises" / n).read_text()) for n in names}
     answers = wrong_answers()

@@ -2580,3 +2580,176 @@ def beam_step(beam_scores, log_probs, beam_size):
     return index // V, index % V, scores
 """,
 )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch10.q1 normalised_entropy
+
+K = "ch10.q1"
+ok(
+    K,
+    "xlogy and a per-sentence loop for the maximum",
+    """
+def normalised_entropy(weights, src_valid_lens):
+    entropy = -torch.special.xlogy(weights, weights).sum(-1)
+    out = torch.zeros_like(entropy)
+    for b in range(weights.shape[0]):
+        n = int(src_valid_lens[b])
+        if n > 1:
+            out[b] = entropy[b] / math.log(n)
+    return out
+""",
+)
+ok(
+    K,
+    "nan_to_num after the product",
+    """
+def normalised_entropy(weights, src_valid_lens):
+    terms = torch.nan_to_num(weights * torch.log(weights), nan=0.0)
+    h = -terms.sum(dim=2)
+    log_n = torch.log(src_valid_lens.to(weights.dtype)).unsqueeze(1)
+    return torch.where(log_n > 0, h / log_n, torch.zeros_like(h))
+""",
+)
+ok(
+    K,
+    "masked log with an epsilon",
+    """
+def normalised_entropy(weights, src_valid_lens):
+    h = -(weights * torch.log(weights + 1e-12)).sum(-1)
+    n = src_valid_lens.double().log().to(weights.dtype)[:, None]
+    return torch.where(n > 0, h / n.clamp(min=1e-12), torch.zeros_like(h))
+""",
+)
+wrong(
+    K,
+    "plain p log p",
+    ["log(0)", "nan"],
+    """
+def normalised_entropy(weights, src_valid_lens):
+    h = -(weights * torch.log(weights)).sum(-1)
+    return h / torch.log(src_valid_lens.float())[:, None]
+""",
+)
+wrong(
+    K,
+    "divides by the padded width",
+    ["num_keys", "padded"],
+    """
+def normalised_entropy(weights, src_valid_lens):
+    h = -torch.special.xlogy(weights, weights).sum(-1)
+    return h / math.log(weights.shape[-1])
+""",
+)
+wrong(
+    K,
+    "entropy in bits, not normalised",
+    ["not normalised", "base 2", "log(src_valid_lens)"],
+    """
+def normalised_entropy(weights, src_valid_lens):
+    p = weights.clamp(min=1e-30)
+    return -(weights * torch.log2(p)).sum(-1)
+""",
+)
+wrong(
+    K,
+    "one-key sentences divide by zero",
+    ["one real key", "0 / 0"],
+    """
+def normalised_entropy(weights, src_valid_lens):
+    h = -torch.special.xlogy(weights, weights).sum(-1)
+    return h / src_valid_lens.to(weights.dtype).log().unsqueeze(-1)
+""",
+)
+wrong(
+    K,
+    "forgot the minus sign",
+    ["sign"],
+    """
+def normalised_entropy(weights, src_valid_lens):
+    h = torch.special.xlogy(weights, weights).sum(-1)
+    n = src_valid_lens.to(weights.dtype).log()[:, None]
+    return torch.where(n > 0, h / n, torch.zeros_like(h))
+""",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch10.q2 concentration
+
+K = "ch10.q2"
+ok(
+    K,
+    "loop over sentences, slicing the real steps",
+    """
+def concentration(weights, tgt_valid_lens):
+    out = []
+    for b in range(weights.shape[0]):
+        column = weights[b, : int(tgt_valid_lens[b])].sum(0)
+        out.append(column.max() / column.sum())
+    return torch.stack(out)
+""",
+)
+ok(
+    K,
+    "einsum with a step mask",
+    """
+def concentration(weights, tgt_valid_lens):
+    T = weights.shape[1]
+    mask = (torch.arange(T)[None, :] < tgt_valid_lens[:, None]).to(weights.dtype)
+    columns = torch.einsum("bt,btk->bk", mask, weights)
+    return columns.amax(-1) / columns.sum(-1)
+""",
+)
+ok(
+    K,
+    "divide by the number of real steps (rows sum to 1)",
+    """
+def concentration(weights, tgt_valid_lens):
+    mask = torch.arange(weights.shape[1]).unsqueeze(0) < tgt_valid_lens.unsqueeze(1)
+    columns = (weights * mask.unsqueeze(-1)).sum(1)
+    return columns.max(1).values / tgt_valid_lens.to(weights.dtype)
+""",
+)
+wrong(
+    K,
+    "all steps, padded ones too",
+    ["padded decoder steps", "tgt_valid_lens"],
+    """
+def concentration(weights, tgt_valid_lens):
+    columns = weights.sum(dim=1)
+    return columns.max(dim=1).values / columns.sum(dim=1)
+""",
+)
+wrong(
+    K,
+    "mean of each step's peak weight",
+    ["largest weight", "column"],
+    """
+def concentration(weights, tgt_valid_lens):
+    mask = torch.arange(weights.shape[1])[None] < tgt_valid_lens[:, None]
+    peaks = weights.max(-1).values
+    return (peaks * mask).sum(1) / mask.sum(1)
+""",
+)
+wrong(
+    K,
+    "divides by the padded number of steps",
+    ["num_steps", "share"],
+    """
+def concentration(weights, tgt_valid_lens):
+    mask = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    columns = torch.where(mask, weights, torch.zeros_like(weights)).sum(1)
+    return columns.max(-1).values / weights.shape[1]
+""",
+)
+wrong(
+    K,
+    "the column mass, not its share",
+    ["share"],
+    """
+def concentration(weights, tgt_valid_lens):
+    mask = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    return (weights * mask).sum(1).max(-1).values
+""",
+)

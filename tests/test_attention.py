@@ -617,3 +617,30 @@ def test_public_scores_softmaxed_with_the_mask_give_the_attention_weights(score)
     torch.testing.assert_close(masked_softmax(layer.scores(queries, memory), memory.valid_lens), weights)
     with pytest.raises(ValueError, match="queries"):
         layer.scores(torch.randn(3, 2, 4), memory)
+
+
+# ------------------------------------------------------------------------- the additive score's activation
+def test_additive_relu_score_is_w_v_relu_and_tanh_stays_the_default_bit_for_bit():
+    torch.manual_seed(0)
+    queries, keys, w_v = torch.randn(2, 3, 5), torch.randn(2, 4, 5), torch.randn(1, 5)
+    expected = (torch.relu(queries[:, :, None] + keys[:, None]) * w_v[0]).sum(-1)
+    assert torch.allclose(additive_scores(queries, keys, w_v, "relu"), expected, atol=1e-6)
+    assert torch.equal(additive_scores(queries, keys, w_v), additive_scores(queries, keys, w_v, "tanh"))
+    with pytest.raises(ValueError, match=r"activation='sigmoid', expected one of \('tanh', 'relu'\)"):
+        additive_scores(queries, keys, w_v, "sigmoid")
+
+
+def test_a_relu_attention_layer_never_takes_the_tanh_only_fast_form():
+    from attn_course import fast
+
+    torch.manual_seed(0)
+    layer = AdditiveAttention(8, 8, 16, activation="relu")
+    queries, keys = torch.randn(4, 30, 8), torch.randn(4, 40, 8)   # large: the fast form would pay
+    with torch.no_grad():
+        plain = layer(queries, keys, keys)
+        with fast.enabled(layer):
+            assert layer.fast_scores
+            fast_context = layer(queries, keys, keys)
+    assert torch.equal(plain, fast_context)
+    with pytest.raises(ValueError, match="activation='gelu'"):
+        AdditiveAttention(8, 8, 16, activation="gelu")

@@ -338,9 +338,9 @@ def test_merge_replaces_only_the_sections_run_again(tmp_path, capsys):
 
 def test_grading_class_is_one_folder_per_student_with_the_drawn_mix(tmp_path):
     mix = grading.write_class(tmp_path / "a", students=3, seed=0)
-    assert sum(mix.values()) == 18 and set(mix) == set(grading.MIX) | set(grading.HOSTILE)
+    names = sorted(p.name for p in (grading.ROOT / "solutions").glob("ex[0-9]*.ipynb"))
+    assert sum(mix.values()) == 3 * len(names) and set(mix) == set(grading.MIX) | set(grading.HOSTILE)
     assert mix["hangs"] == mix["exits"] == 1                                   # at least one of each
-    names = sorted(p.name for p in (grading.ROOT / "solutions").glob("ex0*.ipynb"))
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["student001", "student002", "student003"]
     for student in (tmp_path / "a").iterdir():
         assert sorted(p.name for p in student.iterdir()) == names

@@ -1588,6 +1588,97 @@ MUTANTS = [
 ]
 
 
+# ch10: the entropy and the concentration of attention weights, as learners get them wrong.
+def entropy_log_of_zero(weights, src_valid_lens):
+    entropy = -(weights * weights.log()).sum(-1)
+    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
+
+
+def entropy_over_padded_keys(weights, src_valid_lens):
+    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
+    entropy = -(weights * logs).sum(-1)
+    return torch.where(src_valid_lens[:, None] > 1, entropy / math.log(weights.shape[-1]), 0.0)
+
+
+def entropy_in_nats(weights, src_valid_lens):
+    return -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
+
+
+def entropy_bits_over_nats(weights, src_valid_lens):
+    entropy = -(weights * torch.nan_to_num(torch.log2(weights), neginf=0.0)).sum(-1)
+    most = src_valid_lens.to(weights.dtype).log()[:, None]
+    return torch.where(most > 0, entropy / most, torch.zeros_like(entropy))
+
+
+def entropy_in_bits(weights, src_valid_lens):
+    return -(weights * torch.log2(weights.clamp_min(1e-30))).sum(-1)
+
+
+def entropy_without_minus(weights, src_valid_lens):
+    entropy = (weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
+    most = src_valid_lens.to(weights.dtype).log()[:, None]
+    return torch.where(most > 0, entropy / most, torch.zeros_like(entropy))
+
+
+def entropy_one_key_nan(weights, src_valid_lens):
+    entropy = -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
+    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
+
+
+def entropy_over_steps(weights, src_valid_lens):
+    entropy = -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(1)
+    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
+
+
+def concentration_all_steps(weights, tgt_valid_lens):
+    column = weights.sum(1)
+    return column.max(-1).values / column.sum(-1)
+
+
+def concentration_mass(weights, tgt_valid_lens):
+    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    return (weights * real).sum(1).max(-1).values
+
+
+def concentration_over_num_steps(weights, tgt_valid_lens):
+    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    return (weights * real).sum(1).max(-1).values / weights.shape[1]
+
+
+def concentration_row_peaks(weights, tgt_valid_lens):
+    real = torch.arange(weights.shape[1])[None, :] < tgt_valid_lens[:, None]
+    return (weights.max(-1).values * real).sum(1) / tgt_valid_lens
+
+
+def concentration_mean_column(weights, tgt_valid_lens):
+    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    column = (weights * real).sum(1)
+    return column.mean(-1) / column.sum(-1)
+
+
+def concentration_argmax(weights, tgt_valid_lens):
+    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
+    return (weights * real).sum(1).argmax(-1)
+
+
+MUTANTS += [
+    ("ch10.q1", entropy_log_of_zero, "log(0) is -inf"),
+    ("ch10.q1", entropy_over_padded_keys, "log(num_keys), the padded length"),
+    ("ch10.q1", entropy_in_nats, "Not normalised"),
+    ("ch10.q1", entropy_bits_over_nats, "log base 2"),
+    ("ch10.q1", entropy_in_bits, "the entropy in bits"),
+    ("ch10.q1", entropy_without_minus, "The sign"),
+    ("ch10.q1", entropy_one_key_nan, "one real key"),
+    ("ch10.q1", entropy_over_steps, "summed over the decoder steps"),
+    ("ch10.q2", concentration_all_steps, "padded decoder steps were counted"),
+    ("ch10.q2", concentration_mass, "not its share"),
+    ("ch10.q2", concentration_over_num_steps, "divided by num_steps"),
+    ("ch10.q2", concentration_row_peaks, "each row's largest weight"),
+    ("ch10.q2", concentration_mean_column, "the mean column"),
+    ("ch10.q2", concentration_argmax, "an index"),
+]
+
+
 @functools.cache
 def verdict(key: str, mutant: object) -> checks.CheckResult:
     """The check's verdict on a mutant (computed once: two tests read it)."""
@@ -1818,7 +1909,7 @@ def all_cells(path: Path) -> list[tuple[str, str]]:
     return [(c["cell_type"], "".join(c["source"])) for c in notebook["cells"]]
 
 
-EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("ex0*.ipynb"))
+EXERCISE_NOTEBOOKS = sorted((ROOT / "exercises").glob("ex[0-9]*.ipynb"))
 
 
 def test_every_chapter_with_exercises_has_an_exercise_and_a_solution_notebook() -> None:

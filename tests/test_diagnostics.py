@@ -62,3 +62,73 @@ def test_normalised_entropy_lies_in_zero_one(num_steps, num_keys, scale):
     weights = masked_softmax(scale * torch.randn(3, num_steps, num_keys), lens)
     entropy = attention_entropy(weights, lens, normalise=True)
     assert entropy.min() >= 0 and entropy.max() <= 1 + 1e-9
+
+
+# ---------------------------------------------------------------------------------------- concentration
+from attn_course.diagnostics import (  # noqa: E402
+    COLLAPSED_CONCENTRATION,
+    NEAR_UNIFORM_ENTROPY,
+    attention_concentration,
+    diagnose,
+)
+
+
+def test_a_diagonal_spreads_its_mass_and_a_lazy_model_puts_it_all_on_one_column():
+    diagonal = torch.eye(5)[None]
+    assert attention_concentration(diagonal).item() == pytest.approx(1 / 5)
+    lazy = torch.zeros(1, 5, 5)
+    lazy[..., 4] = 1
+    assert attention_concentration(lazy).item() == 1
+    assert diagnose(lazy).verdict == "collapsed" and diagnose(diagonal).verdict == "looking"
+
+
+def test_uniform_rows_are_near_uniform_not_collapsed():
+    lens = torch.tensor([4, 6])
+    weights = masked_softmax(torch.zeros(2, 5, 6), lens)
+    result = diagnose(weights, lens)
+    assert result.entropy == pytest.approx(1) and result.verdict == "near-uniform"
+    assert torch.allclose(attention_concentration(weights, lens), 1 / lens.double())
+
+
+def test_padded_decoder_steps_do_not_count():
+    weights = torch.zeros(1, 4, 3)
+    weights[0, :2] = torch.eye(3)[:2]       # two real steps on two different words
+    weights[0, 2:, 2] = 1                    # padded steps that all look at the last word
+    lens = torch.tensor([3])
+    assert attention_concentration(weights, lens, torch.tensor([2])).item() == pytest.approx(0.5)
+    assert attention_concentration(weights, lens).item() == pytest.approx(0.5)  # 2 of 4 steps on column 2
+    weights[0, 3:, 2] = 0.5                  # padded steps are ignored, whatever they hold
+    assert diagnose(weights, lens, torch.tensor([2])).concentration == pytest.approx(0.5)
+
+
+def test_concentration_refuses_weight_on_padded_keys_and_sentences_without_steps():
+    with pytest.raises(ValueError, match="padded keys"):
+        attention_concentration(torch.full((1, 2, 4), 0.25), torch.tensor([2]))
+    with pytest.raises(ValueError, match=r"sentences \[1\] have no attention weight"):
+        attention_concentration(torch.full((2, 2, 2), 0.5), None, torch.tensor([2, 0]))
+    with pytest.raises(ValueError, match="tgt_valid_lens has shape"):
+        attention_concentration(torch.full((2, 2, 2), 0.5), None, torch.tensor([2]))
+    with pytest.raises(ValueError, match=r"weights has shape \(2, 2\)"):
+        diagnose(torch.full((2, 2), 0.5))
+
+
+def test_thresholds_separate_the_diagonal_of_two_words_from_a_collapse():
+    two_words = torch.eye(3)[None]           # 2 words + <eos>, one step each: 1/3 per column
+    assert attention_concentration(two_words).item() < COLLAPSED_CONCENTRATION
+    assert 0 < NEAR_UNIFORM_ENTROPY < 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 7), st.floats(0.1, 10), st.integers(0, 2**16))
+def test_concentration_lies_between_one_over_the_real_keys_and_one(num_steps, num_keys, scale, seed):
+    generator = torch.Generator().manual_seed(seed)
+    src_lens = torch.randint(1, num_keys + 1, (3,), generator=generator)
+    tgt_lens = torch.randint(1, num_steps + 1, (3,), generator=generator)
+    weights = masked_softmax(scale * torch.randn(3, num_steps, num_keys, generator=generator), src_lens)
+    concentration = attention_concentration(weights, src_lens, tgt_lens)
+    assert (concentration >= 1 / src_lens.double() - 1e-9).all() and (concentration <= 1 + 1e-9).all()
+    # the padded steps may hold anything: only the real ones are read
+    noisy = weights.clone()
+    padded = torch.arange(num_steps)[None] >= tgt_lens[:, None]
+    noisy[padded] = masked_softmax(torch.randn(3, num_steps, num_keys, generator=generator), src_lens)[padded]
+    assert torch.equal(attention_concentration(noisy, src_lens, tgt_lens), concentration)

@@ -390,3 +390,27 @@ def test_build_model_defaults_follow_the_papers():
     luong = build_model("luong", V_SRC, V_TGT)
     assert not luong.encoder.bidirectional
     assert luong.decoder.input_feeding and luong.decoder.score == "general"
+
+
+def test_score_activation_reaches_bahdanaus_attention_and_a_checkpoint_records_it(tmp_path):
+    from attn_course.training import load_checkpoint, save_checkpoint
+
+    torch.manual_seed(0)
+    default = build_model("bahdanau", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H)
+    torch.manual_seed(0)
+    tanh = build_model("bahdanau", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, score_activation="tanh")
+    src, lens, tgt_in = batch()
+    assert default.decoder.attention.activation == "tanh"
+    assert torch.equal(default.eval()(src, lens, tgt_in)[1], tanh.eval()(src, lens, tgt_in)[1])
+    relu = build_model("bahdanau", V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, score_activation="relu")
+    relu.load_state_dict(default.state_dict())
+    assert not torch.equal(relu.eval()(src, lens, tgt_in)[1], default(src, lens, tgt_in)[1])
+    path = save_checkpoint(relu, tmp_path / "relu.pt")
+    assert torch.load(path, weights_only=True)["config"]["score_activation"] == "relu"
+    loaded, _ = load_checkpoint(path, device="cpu")
+    assert loaded.decoder.attention.activation == "relu"
+    assert torch.equal(loaded(src, lens, tgt_in)[1], relu(src, lens, tgt_in)[1])
+    with pytest.raises(ValueError, match="score_activation='relu' is an option of bahdanau models"):
+        ModelConfig("luong", V_SRC, V_TGT, score_activation="relu")
+    with pytest.raises(ValueError, match="activation='elu'"):
+        build_model("bahdanau", V_SRC, V_TGT, score_activation="elu")

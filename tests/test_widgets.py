@@ -507,3 +507,31 @@ def test_convention_dropdown_rescores_and_shifts_the_gold_boxes(explorer):
     assert "AER 1.00" in explorer.aer_label.value
     explorer.convention_dropdown.value = "output"
     assert explorer.aer == 0.0
+
+
+# ------------------------------------------------------------------------------- the sentence's diagnosis
+class LazyDecoder(ScriptedDecoder):
+    """Translates like ScriptedDecoder but every step attends only to <eos>: a lazy column."""
+
+    def row(self, src: torch.Tensor, valid_lens: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, _ = super().row(src, valid_lens, t)
+        return logits, nn.functional.one_hot(valid_lens - 1, src.shape[1]).to(torch.float32)
+
+
+def test_explorer_shows_each_sentences_entropy_and_concentration_and_flags_a_lazy_model(vocabs, examples):
+    lazy = ScriptedModel(*vocabs)
+    lazy.decoder = LazyDecoder(*vocabs, "general")
+    explorer = AttentionExplorer(ScriptedModel(*vocabs), examples, *vocabs, compare=lazy,
+                                 names=["diagonal", "lazy"], mode="reference")
+    looking, collapsed = explorer.diagnoses
+    # "a b c <eos>", four steps each on its own word with weight PEAK: a quarter of the mass per column
+    assert looking.verdict == "looking" and looking.concentration == pytest.approx(0.25)
+    row = torch.tensor([PEAK] + [(1 - PEAK) / 3] * 3, dtype=torch.float64)
+    assert looking.entropy == pytest.approx(float(-(row * row.log()).sum() / math.log(4)))
+    assert collapsed == (0.0, 1.0, "collapsed")
+    html = explorer.step_html.value
+    assert html.count("class='attn-diagnosis'") == 2 and "concentration 0.25" in html
+    assert "data-verdict='collapsed'" in html and html.count("collapsed on one position") == 1
+    explorer.temperature_slider.value = 10.0             # flattened towards uniform: the flag follows
+    assert explorer.diagnoses[0].verdict == "near-uniform"
+    assert "not looking anywhere" in explorer.step_html.value
