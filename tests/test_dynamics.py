@@ -373,3 +373,28 @@ def test_free_running_feeds_the_models_own_words_and_agrees_at_the_first_positio
     assert free[last] == pytest.approx(hits / len(rows))
     with pytest.raises(ValueError, match="examples is empty"):
         accuracy_by_position(model, [], task)
+
+
+# ------------------------------------------------------------------------------ chapter 9's experiments
+def test_early_steps_reads_the_first_updates_of_a_history():
+    from attn_course.dynamics import early_steps
+    from attn_course.training import History
+
+    history = History(step_loss=[3.0, 2.0, 2.5, 1.0, 9.0], grad_norm=[1.0, 4.0, 2.0, 0.5, 99.0])
+    assert early_steps(history, steps=3) == {"early_loss": pytest.approx(2.5), "early_rise": 0.5,
+                                             "early_norm": 4.0}
+
+
+def test_token_accuracy_weights_each_position_by_its_count():
+    from attn_course.dynamics import token_accuracy
+
+    assert token_accuracy([1.0, 0.5, 0.0], [10, 10, 5]) == pytest.approx(15 / 25)
+
+
+def test_the_chapters_runs_differ_from_the_recipe_only_by_their_changes():
+    from attn_course import dynamics
+
+    assert dynamics.SCHEDULED(0) > 0.95 and 0.4 < dynamics.SCHEDULED(189) < 0.6
+    assert set(dynamics.HIGH_LR) <= set(asdict(dynamics.RECIPE.train))
+    for changes in dynamics.STUDY.values():
+        TrainConfig(**{**asdict(dynamics.RECIPE.train), **changes})      # every change is a TrainConfig field
