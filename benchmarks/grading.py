@@ -3,7 +3,7 @@
 ``python -m benchmarks.grading [--students 300] [--jobs 1 2] [--out grading.json]``
 
 The class (`write_class`) is laid out as instructors get it, one folder per student,
-``class/<student>/exNN_*.ipynb``, one submission of each of the 6 exercise notebooks per student. Each
+``class/<student>/exNN_*.ipynb``, one submission of each exercise notebook (7 of them) per student. Each
 submission is drawn, with a fixed seed, as:
 
 - correct, 70%: the notebook of solutions/;
