@@ -56,6 +56,13 @@ class _Attention(nn.Module, ABC):
         self.query_size, self.key_size = query_size, key_size
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: torch.Tensor | None = None
+        #: Softmax temperature tau: scores are divided by it before the masked softmax (None: not at all,
+        #: the same as 1). Below 1 the weights sharpen, above 1 they spread; the decoders set it from
+        #: `ModelConfig.attention_temperature`.
+        self.temperature: float | None = None
+
+    def _tempered(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores if self.temperature is None else scores / self.temperature
 
     @abstractmethod
     def _project_keys(self, keys: torch.Tensor) -> torch.Tensor | None:
@@ -103,16 +110,17 @@ class _Attention(nn.Module, ABC):
         """Raw scores before masking and softmax, for callers that shape the weights themselves.
 
         queries: (batch_size, num_queries, query_size); memory: from `prepare`.
-        Returns: (batch_size, num_queries, num_keys), unmasked (local attention windows them first).
+        Returns: (batch_size, num_queries, num_keys), unmasked (local attention windows them first),
+            divided by `temperature` when it is set.
         """
         self._check_queries(queries, memory, lens_name="memory.valid_lens")
-        return self._scores(queries, memory)
+        return self._tempered(self._scores(queries, memory))
 
     def _attend(
         self, queries: torch.Tensor, memory: Memory, lens_name: str
     ) -> tuple[torch.Tensor, torch.Tensor]:
         self._check_queries(queries, memory, lens_name)
-        weights = masked_softmax_unchecked(self._scores(queries, memory), memory.valid_lens)
+        weights = masked_softmax_unchecked(self._tempered(self._scores(queries, memory)), memory.valid_lens)
         return torch.bmm(self.dropout(weights), memory.values), weights
 
     def _check_queries(self, queries: torch.Tensor, memory: Memory, lens_name: str) -> None:

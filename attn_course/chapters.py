@@ -205,7 +205,8 @@ def train_variant(name: str, data: TaskData, recipe: Recipe, *, seed: int,
     config = recipe.train
     history = train(model, data.loader(data.train, config.batch_size, shuffle=True, seed=seed),
                     epochs=config.epochs, lr=config.lr, lr_decay=config.lr_decay, clip=config.clip,
-                    device=device, val_loader=data.loader(data.val, config.batch_size), progress=progress,
+                    teacher_forcing=config.teacher_forcing, warmup_steps=config.warmup_steps, device=device,
+                    val_loader=data.loader(data.val, config.batch_size), progress=progress,
                     seed=seed, callback=callback)
     return model, history
 

@@ -154,6 +154,17 @@ CLAIMS: dict[str, Claim] = _claims(
     ),
     # Chapter 8: batched decoding gives the one-at-a-time outputs.
     Claim("ch08.batched_identical", "share of sentences decoded identically batched and one at a time", 0.95),
+    # Chapter 9: training dynamics on the reversal task (attn_course.dynamics, trained in the chapter).
+    Claim(
+        "ch09.exposure_gap",
+        "teacher forcing: test next-word accuracy, reference fed minus own words fed",
+        0.02,
+    ),
+    Claim("ch09.norm_growth", "no clipping: mean gradient norm of the last epoch / of the first", 2),
+    Claim("ch09.clipped_share", "clipped at 1: share of the updates whose gradient norm exceeded 1", 0.2),
+    Claim("ch09.warmup_slow_start", "lr 0.02: mean loss of the first 40 updates, warm-up minus none", 0.05),
+    Claim("ch09.entropy_hot", "normalised test attention entropy, trained at tau 4 minus at tau 1", 0.05),
+    Claim("ch09.entropy_cold", "normalised test attention entropy, trained at tau 1 minus at tau 0.25", 0.0),
     # Chapter 10: diagnosing attention (small Bahdanau models trained in the chapter).
     Claim("ch10.final_entropy", "healthy model: mean normalised entropy of the test attention after training",
           0.6, at_least=False),

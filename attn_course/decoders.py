@@ -22,7 +22,13 @@ from torch import Tensor, nn
 from attn_course.attention import AdditiveAttention, LuongAttention, Memory
 from attn_course.encoders import CELLS, EncoderOutput, RNNState
 from attn_course.masking import softmax_excluding
-from attn_course.validation import check_positive_int, check_probability, check_shape, check_tokens
+from attn_course.validation import (
+    check_number,
+    check_positive_int,
+    check_probability,
+    check_shape,
+    check_tokens,
+)
 
 LUONG_ALIGNMENTS = ("global", "local-m", "local-p")
 
@@ -56,6 +62,11 @@ class DecoderState(NamedTuple):
             *(f.index_select(0, index) if isinstance(f, Tensor) else f for f in self.memory))
         feed = None if self.feed is None else self.feed.index_select(0, index)
         return DecoderState(hidden, memory, feed, self.step, self.src_valid_lens.index_select(0, index))
+
+
+def _temperature(value: float | None) -> float | None:
+    """attention_temperature tau, checked: None (scores as they are) or a number > 0 dividing the scores."""
+    return None if value is None else check_number("attention_temperature", value, low=0, low_open=True)
 
 
 def top_layer(hidden: RNNState) -> Tensor:
@@ -181,16 +192,19 @@ class BahdanauDecoder(Decoder):
     The output layer is a single Linear over the inputs eq. 4 gives g, not the paper's maxout deep output
     (appendix A.2.2, whose formula reads s_{i-1} where eq. 4 has s_i): one fewer hidden layer.
     U_a h_j is computed once per batch (attention.prepare in init_state). score_activation="relu" swaps
-    the score's tanh for a ReLU (`attn_course.attention.AdditiveAttention`).
+    the score's tanh for a ReLU (`attn_course.attention.AdditiveAttention`). attention_temperature tau
+    (optional, > 0) divides the scores before the softmax: alpha_t = softmax_j(e_tj / tau).
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
                  enc_size: int, attn_hiddens: int | None = None, score_activation: str = "tanh",
-                 cell: str = "gru", dropout: float = 0.0, pad: int = 0):
+                 cell: str = "gru", dropout: float = 0.0, pad: int = 0,
+                 attention_temperature: float | None = None):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + enc_size, cell=cell, dropout=dropout, pad=pad)
         self.attention = AdditiveAttention(enc_size, num_hiddens, attn_hiddens or num_hiddens,
                                            activation=score_activation)
+        self.attention.temperature = _temperature(attention_temperature)
         self.output = nn.Linear(num_hiddens + enc_size + embed_size, vocab_size)
 
     def init_state(self, enc: EncoderOutput) -> DecoderState:
@@ -249,12 +263,14 @@ class LuongDecoder(Decoder):
         within the window. As in the paper, the Gaussian-weighted a_t is not renormalised (it sums to <= 1).
     Without input feeding, teacher forcing runs the RNN over all target steps in one call and attends for
     all of them in one batched call; with it, h̃_{t-1} feeds step t, so steps run one at a time.
+    attention_temperature tau (optional, > 0) divides the scores before the softmax (local windows too).
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
                  enc_size: int, score: str = "general", input_feeding: bool = True, attention: str = "global",
                  window: int = 10, attn_hiddens: int | None = None, max_len: int | None = None,
-                 cell: str = "gru", dropout: float = 0.0, pad: int = 0):
+                 cell: str = "gru", dropout: float = 0.0, pad: int = 0,
+                 attention_temperature: float | None = None):
         if attention not in LUONG_ALIGNMENTS:
             raise ValueError(f"attention={attention!r}, expected one of {LUONG_ALIGNMENTS}")
         check_positive_int("window", window)  # D, the half-width of the window [p_t - D, p_t + D]
@@ -268,6 +284,7 @@ class LuongDecoder(Decoder):
         concat_hiddens = (attn_hiddens or num_hiddens) if score == "concat" else None
         self.attention = LuongAttention(score, num_hiddens, enc_size, num_hiddens=concat_hiddens,
                                         max_len=max_len if score == "location" else None)
+        self.attention.temperature = _temperature(attention_temperature)
         self.W_c = nn.Linear(enc_size + num_hiddens, num_hiddens, bias=False)
         self.W_s = nn.Linear(num_hiddens, vocab_size)
         if attention == "local-p":

@@ -2,6 +2,8 @@
 attention under forced decoding, and where local attention centres its window.
 
     scores = evaluate(model, data)          # perplexity, BLEU, exact match, AER and accuracy per convention
+    forced = accuracy_by_position(model, data.test, data)                     # exposure bias (chapter 9):
+    free = accuracy_by_position(model, data.test, data, free_running=True)    # fed its own words instead
     attention = forced_attention(model, data.test, data)
     aer, accuracy = alignment_scores(attention, data.test, convention="output")
 
@@ -32,7 +34,7 @@ from attn_course.metrics import (
 )
 from attn_course.runtime import eval_mode
 from attn_course.seq2seq import Seq2Seq
-from attn_course.training import evaluate_loss
+from attn_course.training import evaluate_loss, scheduled_sampling_logits
 
 
 def _batches(examples: Sequence[Example], batch_size: int):
@@ -72,6 +74,39 @@ def forced_attention(model: Seq2Seq, examples: Sequence[Example], data: TaskData
             for k, (i, example) in enumerate(zip(chunk, part, strict=True)):
                 results[i] = attention[k, : len(example.tgt) + 1, : len(example.src) + 1].float().cpu()
     return results
+
+
+@torch.no_grad()
+def accuracy_by_position(model: Seq2Seq, examples: Sequence[Example], data: TaskData, *,
+                         free_running: bool = False, batch_size: int = 128) -> tuple[list[float], list[int]]:
+    """Next-word accuracy at every target position: teacher-forced, or free running.
+
+    Position t is target token t (t = len(tgt) is <eos>). Teacher-forced (free_running=False): step t is
+    fed the reference y_{t-1}; free running: it is fed the model's own argmax of step t - 1 (greedy decoding
+    that never stops early), so its mistakes feed later steps: the gap between the two is exposure bias
+    (Bengio et al. 2015; Ranzato et al. 2016). Returns (accuracy, count) per position: the share of the
+    examples long enough to have a token there whose argmax prediction is that token, and how many there are.
+    """
+    device = next(model.parameters()).device
+    correct: list[int] = []
+    count: list[int] = []
+    with eval_mode(model):
+        for _, part in _batches(examples, batch_size):
+            batch = make_batch(part, data.src_vocab, data.tgt_vocab).to(device)
+            logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in,
+                                               0.0 if free_running else 1.0)
+            num_steps = batch.tgt_out.shape[1]
+            real = torch.arange(num_steps, device=device)[None] < batch.tgt_valid_lens[:, None]
+            hits = ((logits.argmax(-1) == batch.tgt_out) & real).sum(0).tolist()
+            for t, (hit, n) in enumerate(zip(hits, real.sum(0).tolist(), strict=True)):
+                if t == len(correct):
+                    correct.append(0)
+                    count.append(0)
+                correct[t] += hit
+                count[t] += n
+    if not count:
+        raise ValueError("examples is empty: there is no position to score")
+    return [c / n if n else math.nan for c, n in zip(correct, count, strict=True)], count
 
 
 def alignment_scores(attention: Sequence[torch.Tensor], examples: Sequence[Example], *,

@@ -20,8 +20,9 @@ DECODERS: dict[str, type[Decoder]] = {
 
 DECODER_OPTIONS: dict[str, tuple[str, ...]] = {
     "plain": (),
-    "bahdanau": ("attn_hiddens", "score_activation"),
-    "luong": ("score", "input_feeding", "attention", "window", "attn_hiddens", "max_len"),
+    "bahdanau": ("attn_hiddens", "score_activation", "attention_temperature"),
+    "luong": ("score", "input_feeding", "attention", "window", "attn_hiddens", "max_len",
+              "attention_temperature"),
 }
 """The `ModelConfig` fields that only some decoders read, by ``kind``."""
 
@@ -39,6 +40,8 @@ class ModelConfig:
     ("bahdanau", "luong" with the concat score), score_activation ("bahdanau": "tanh" or "relu" in the
     additive score) and, for "luong", score, input_feeding, attention, window and max_len (see
     `attn_course.decoders.LuongDecoder`); setting one that the kind does not read is an error.
+    attention_temperature ("bahdanau", "luong"; None: none) divides the attention scores by tau before the
+    masked softmax, during training and decoding alike (chapter 9).
     """
 
     kind: str
@@ -60,6 +63,7 @@ class ModelConfig:
     window: int | None = None
     max_len: int | None = None
     score_activation: str | None = None
+    attention_temperature: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DECODERS:

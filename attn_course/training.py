@@ -1,6 +1,9 @@
-"""Training a seq2seq model: masked cross-entropy, teacher forcing, Adam, clipping, checkpoints.
+"""Training a seq2seq model: masked cross-entropy, teacher forcing or scheduled sampling, Adam, warm-up,
+clipping, initialisation schemes, checkpoints.
 
     history = train(model, loader, epochs=..., lr=..., val_loader=..., callback=...)
+    history = train(model, loader, epochs=..., teacher_forcing=Decay("inverse_sigmoid", k=50),
+                    warmup_steps=20)                   # scheduled sampling and warm-up (chapter 9)
 
 `train` moves the model and every batch to the device (CUDA when present), shows a tqdm.auto progress
 bar, and calls ``callback(epoch, history, model)`` after each epoch: the hook a notebook uses to redraw
@@ -39,19 +42,83 @@ from attn_course.validation import (
 CHECKPOINT_FORMAT = "attn_course.seq2seq/2"
 
 Callback = Callable[[int, "History", Seq2Seq], "bool | None"]
+#: A teacher-forcing ratio in [0, 1], or a schedule: a callable from the global optimizer step (0, 1, ...)
+#: to the ratio at that step.
+TeacherForcing = float | Callable[[int], float]
+INIT_SCHEMES = ("torch", "xavier", "orthogonal")
+
+
+# ------------------------------------------------------------------------------ scheduled sampling's decays
+def linear_decay(step: int, *, c: float, k: float = 1.0, epsilon: float = 0.0) -> float:
+    """Teacher-forcing ratio eps_i = max(epsilon, k - c i) at step i (Bengio et al. 2015, sec. 2.4)."""
+    check_int("step", step, low=0)
+    return max(epsilon, k - c * step)
+
+
+def exponential_decay(step: int, *, k: float) -> float:
+    """Teacher-forcing ratio eps_i = k^i at step i, k < 1 (Bengio et al. 2015, sec. 2.4)."""
+    check_int("step", step, low=0)
+    return k**step
+
+
+def inverse_sigmoid_decay(step: int, *, k: float) -> float:
+    """Teacher-forcing ratio eps_i = k / (k + exp(i / k)) at step i, k >= 1 (Bengio et al. 2015, sec. 2.4).
+
+    Starts near 1 (k / (k + 1) at i = 0), stays there for about k log k steps, then falls to 0.
+    """
+    check_int("step", step, low=0)
+    ratio = step / k
+    return 0.0 if ratio > 700 else k / (k + math.exp(ratio))  # exp overflows past ~709
+
+
+_DECAYS = {"linear": linear_decay, "exponential": exponential_decay, "inverse_sigmoid": inverse_sigmoid_decay}
+
+
+@dataclass(frozen=True)
+class Decay:
+    """One of Bengio et al. 2015's decays as a value a `TrainConfig` (and a checkpoint) can record.
+
+    kind: "linear" (max(epsilon, k - c i)), "exponential" (k^i, k < 1) or "inverse_sigmoid"
+    (k / (k + exp(i / k)), k >= 1). Calling it with the step i gives the teacher-forcing ratio.
+    """
+
+    kind: str
+    k: float
+    c: float = 0.0
+    epsilon: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in _DECAYS:
+            raise ValueError(f"kind={self.kind!r}, expected one of {sorted(_DECAYS)}")
+        if self.kind == "exponential":
+            check_number("k", self.k, low=0, high=1, low_open=True)
+        elif self.kind == "inverse_sigmoid":
+            check_number("k", self.k, low=1)
+        else:
+            check_number("epsilon", self.epsilon, low=0, high=1)
+            check_number("c", self.c, low=0)
+
+    def __call__(self, step: int) -> float:
+        if self.kind == "linear":
+            return linear_decay(step, c=self.c, k=self.k, epsilon=self.epsilon)
+        return _DECAYS[self.kind](step, k=self.k)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """How a model is trained: `epochs` passes over batches of `batch_size` sentence pairs, Adam with
-    learning rate `lr`, multiplied by `lr_decay` after every epoch (None: a constant rate), gradients
-    clipped to norm `clip` (None: not clipped). The arguments of `train`, plus the loader's batch size."""
+    learning rate `lr`, multiplied by `lr_decay` after every epoch (None: a constant rate) and warmed up
+    linearly over the first `warmup_steps` updates (None: no warm-up), gradients clipped to norm `clip`
+    (None: not clipped), the gold previous word fed with probability `teacher_forcing` (1.0: always; a
+    `Decay`: scheduled sampling). The arguments of `train`, plus the loader's batch size."""
 
     epochs: int = 12
     batch_size: int = 64
     lr: float = 5e-3
     lr_decay: float | None = None
     clip: float | None = 1.0
+    teacher_forcing: float | Decay = 1.0
+    warmup_steps: int | None = None
 
 
 def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor, *,
@@ -106,9 +173,15 @@ class History:
 
     train_loss / val_loss: mean cross-entropy per real target token (nats); exp() is the perplexity.
     seconds / cpu_seconds: wall-clock and process CPU time of each epoch (validation included).
+    Per optimizer step: step_loss, grad_norm (the global gradient norm before clipping, what
+    `clip_grad_norm_` returns; measured also when nothing is clipped), lr (the learning rate of the step,
+    warm-up included) and teacher_forcing (the ratio the step was trained with).
     """
 
     step_loss: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    teacher_forcing: list[float] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
@@ -154,6 +227,8 @@ def train(
     progress: bool = True,
     seed: int | None = None,
     optimizer: torch.optim.Optimizer | None = None,
+    teacher_forcing: TeacherForcing = 1.0,
+    warmup_steps: int | None = None,
 ) -> History:
     """Train with teacher forcing: Adam on the masked cross-entropy, gradients clipped to norm `clip`.
 
@@ -163,28 +238,30 @@ def train(
     CUDA when present). seed (optional) seeds torch/NumPy/random first, for reproducible dropout.
     optimizer defaults to Adam(lr); pass one to continue training with its state. lr_decay (optional,
     in (0, 1]): the learning rate is multiplied by it after every epoch (torch's ExponentialLR), which
-    lets a short run take large steps first and settle later.
+    lets a short run take large steps first and settle later. warmup_steps N (optional): update i
+    (0-based) uses the rate times min(1, (i + 1) / N), a linear ramp from lr / N to lr, on top of lr_decay.
+    teacher_forcing: a ratio in [0, 1] or a schedule, global step -> ratio (e.g. `Decay`). Below 1 the
+    step is scheduled sampling (`scheduled_sampling_logits`, Bengio et al. 2015): each sentence is fed its
+    own previous prediction instead of the gold word with probability 1 - ratio, drawn from a
+    torch.Generator seeded with `seed` (0 when None), so the global random state is left alone. At 1 the
+    step is plain teacher forcing, the fast path, exactly as without the argument.
     val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
     epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
     """
-    check_int("epochs", epochs, low=0)
-    if clip is not None:
-        check_number("clip", clip, low=0, low_open=True)  # a gradient norm
-    if lr_decay is not None:
-        check_number("lr_decay", lr_decay, low=0, high=1, low_open=True)  # a factor per epoch
+    _check_train_options(epochs, clip, lr_decay, teacher_forcing, warmup_steps)
     if seed is not None:
         seed_everything(seed)
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
     scheduler = None if lr_decay is None else torch.optim.lr_scheduler.ExponentialLR(optimizer, lr_decay)
+    schedule = _Schedule(teacher_forcing, warmup_steps, torch.Generator().manual_seed(seed or 0))
     history = History()
     bar = _progress_bar(loader, epochs, progress)
     try:
         for epoch in range(epochs):
             wall, cpu = time.perf_counter(), time.process_time()
-            step_loss, train_loss = _train_epoch(model, loader, optimizer, clip, device, bar, epoch)
-            history.step_loss.extend(step_loss)
+            train_loss = _train_epoch(model, loader, optimizer, clip, device, bar, epoch, schedule, history)
             history.train_loss.append(train_loss)
             if scheduler is not None:
                 scheduler.step()
@@ -200,6 +277,46 @@ def train(
     return history
 
 
+def _check_train_options(epochs: int, clip: float | None, lr_decay: float | None,
+                         teacher_forcing: TeacherForcing, warmup_steps: int | None) -> None:
+    check_int("epochs", epochs, low=0)
+    if clip is not None:
+        check_number("clip", clip, low=0, low_open=True)  # a gradient norm
+    if lr_decay is not None:
+        check_number("lr_decay", lr_decay, low=0, high=1, low_open=True)  # a factor per epoch
+    if not callable(teacher_forcing):
+        check_number("teacher_forcing", teacher_forcing, low=0, high=1)  # a probability
+    if warmup_steps is not None:
+        check_int("warmup_steps", warmup_steps, low=1)
+
+
+@dataclass
+class _Schedule:
+    """What changes from one optimizer step to the next: the teacher-forcing ratio and the warm-up factor."""
+
+    teacher_forcing: TeacherForcing
+    warmup_steps: int | None
+    generator: torch.Generator
+    step: int = 0
+
+    def ratio(self) -> float:
+        if not callable(self.teacher_forcing):
+            return float(self.teacher_forcing)
+        return check_number("teacher_forcing(step)", self.teacher_forcing(self.step), low=0, high=1)
+
+    def warmup(self) -> float:
+        return warmup_factor(self.step, self.warmup_steps)
+
+
+def warmup_factor(step: int, warmup_steps: int | None) -> float:
+    """The factor linear warm-up puts on the learning rate of optimizer step `step` (0-based):
+    min(1, (step + 1) / warmup_steps), rising from 1 / warmup_steps to 1; 1 when warmup_steps is None."""
+    check_int("step", step, low=0)
+    if warmup_steps is None:
+        return 1.0
+    return min(1.0, (step + 1) / check_int("warmup_steps", warmup_steps, low=1))
+
+
 def _progress_bar(loader: Iterable, epochs: int, progress: bool) -> tqdm:
     """A bar over every batch of every epoch (no total when the loader has no length)."""
     try:
@@ -213,27 +330,121 @@ def _progress_bar(loader: Iterable, epochs: int, progress: bool) -> tqdm:
                 leave=False, desc="training", unit="batch", mininterval=0.5)
 
 
+def scheduled_sampling_logits(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor,
+                              ratio: float, generator: torch.Generator | None = None) -> Tensor:
+    """Decoder logits when each step is fed the gold word with probability `ratio`, else the model's own.
+
+    src (batch_size, S) long, src_valid_lens (batch_size,) long, tgt_in (batch_size, T) long, starting
+    with <bos>; returns logits (batch_size, T, vocab_size). Step 0 reads <bos>; at step t > 0, per
+    sentence, a coin with P(heads) = ratio (drawn from `generator`, on the CPU) picks tgt_in[:, t] (heads)
+    or argmax of step t - 1's logits (tails), which carries no gradient (Bengio et al. 2015, sec. 2.3).
+    ratio = 1 is teacher forcing step by step, ratio = 0 free running (greedy, never stopping early);
+    neither draws a coin. generator None draws from torch's global generator.
+    """
+    check_number("ratio", ratio, low=0, high=1)
+    check_tokens("tgt_in", tgt_in, src.shape[0])
+    decoder = model.decoder
+    state = decoder.init_state(model.encode(src, src_valid_lens))
+    y, logits = tgt_in[:, 0], []
+    for t in range(tgt_in.shape[1]):
+        if t > 0:
+            y = _next_inputs(tgt_in[:, t], logits[-1].detach().argmax(-1), ratio, generator)
+        step_logits, state, _ = decoder.step(y, state)
+        logits.append(step_logits)
+    return torch.stack(logits, 1)
+
+
+def _next_inputs(gold: Tensor, predicted: Tensor, ratio: float, generator: torch.Generator | None) -> Tensor:
+    """Per sentence, gold (batch_size,) with probability ratio, else predicted; no draw at ratio 0 or 1."""
+    if ratio >= 1:
+        return gold
+    if ratio <= 0:
+        return predicted
+    coins = torch.rand(gold.shape[0], generator=generator).to(gold.device)
+    return torch.where(coins < ratio, gold, predicted)
+
+
 def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimizer, clip: float | None,
-                 device: torch.device, bar: tqdm, epoch: int) -> tuple[list[float], float]:
-    """One pass of teacher forcing over `loader`: the loss of every batch, and the epoch's mean loss per
-    real target token."""
+                 device: torch.device, bar: tqdm, epoch: int, schedule: _Schedule, history: History) -> float:
+    """One pass over `loader`, every step recorded in `history`; returns the epoch's mean loss per real
+    target token."""
     model.train()
-    step_loss, total, tokens = [], 0.0, 0
+    total, tokens = 0.0, 0
     for batch in loader:
         src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
-        logits, _ = model(src, src_valid_lens, tgt_in)
+        ratio = schedule.ratio()
+        if ratio >= 1:
+            logits, _ = model(src, src_valid_lens, tgt_in)   # teacher forcing: the fast path
+        else:
+            logits = scheduled_sampling_logits(model, src, src_valid_lens, tgt_in, ratio, schedule.generator)
         loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if clip is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
+        history.grad_norm.append(float(_clip(model, clip)))
+        history.lr.append(_step(optimizer, schedule.warmup()))
+        history.teacher_forcing.append(ratio)
+        schedule.step += 1
         n, value = int(tgt_valid_lens.sum()), loss.item()
-        step_loss.append(value)
+        history.step_loss.append(value)
         total, tokens = total + value * n, tokens + n
         bar.update(1)
         bar.set_postfix(epoch=epoch + 1, loss=f"{value:.3f}", refresh=False)
-    return step_loss, total / max(tokens, 1)
+    return total / max(tokens, 1)
+
+
+def _clip(model: Seq2Seq, clip: float | None) -> Tensor:
+    """The global gradient norm before clipping; the gradients clipped to `clip` (None: left as they are)."""
+    if clip is not None:
+        return nn.utils.clip_grad_norm_(model.parameters(), clip)
+    return nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+
+
+def _step(optimizer: torch.optim.Optimizer, factor: float) -> float:
+    """optimizer.step() with every group's rate times `factor` (warm-up) for this step; returns the rate
+    of the first group used. The scheduled rates are put back, so an epoch's ExponentialLR composes."""
+    rates = [group["lr"] for group in optimizer.param_groups]
+    if factor != 1.0:
+        for group, rate in zip(optimizer.param_groups, rates, strict=True):
+            group["lr"] = rate * factor
+    optimizer.step()
+    for group, rate in zip(optimizer.param_groups, rates, strict=True):
+        group["lr"] = rate
+    return rates[0] * factor
+
+
+# ------------------------------------------------------------------------------------------ initialisation
+@torch.no_grad()
+def initialize(model: nn.Module, scheme: str = "torch") -> nn.Module:
+    """Re-initialise the weights of `model`'s linear and recurrent layers by `scheme`; returns the model.
+
+    "torch": leave torch's defaults (uniform in ±1/sqrt(fan_in) for Linear, GRU and LSTM).
+    "xavier": Glorot & Bengio 2010's uniform init, U(±sqrt(6 / (fan_in + fan_out))), for every Linear weight
+        and every gate block of the recurrent input and hidden weights; biases 0.
+    "orthogonal": as "xavier", but each gate block of the recurrent (hidden-to-hidden) weights a random
+        orthogonal matrix (Saxe et al. 2014), so that repeated multiplication neither grows nor shrinks the
+        state: the usual choice for RNNs.
+    Embeddings are left as they are. Draws from torch's global generator: seed first to reproduce.
+    """
+    if scheme not in INIT_SCHEMES:
+        raise ValueError(f"scheme={scheme!r}, expected one of {INIT_SCHEMES}")
+    if scheme == "torch":
+        return model
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.RNNBase):
+            for name, param in module.named_parameters():
+                if name.startswith("bias"):
+                    nn.init.zeros_(param)
+                    continue
+                for block in param.chunk(param.shape[0] // module.hidden_size, 0):   # one per gate
+                    if name.startswith("weight_hh") and scheme == "orthogonal":
+                        nn.init.orthogonal_(block)
+                    else:
+                        nn.init.xavier_uniform_(block)
+    return model
 
 
 def save_checkpoint(model: Seq2Seq, path: str | Path, **metadata: Any) -> Path:

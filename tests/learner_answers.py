@@ -2583,6 +2583,154 @@ def beam_step(beam_scores, log_probs, beam_size):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# ch9.q1 inverse_sigmoid_decay
+
+K = "ch9.q1"
+ok(
+    K,
+    "torch.exp, which gives inf instead of raising",
+    """
+def inverse_sigmoid_decay(step, k):
+    return float(k / (k + torch.exp(torch.tensor(step / k, dtype=torch.float64))))
+""",
+)
+ok(
+    K,
+    "rewritten as a sigmoid with a shift",
+    """
+def inverse_sigmoid_decay(step, k):
+    x = step / k - math.log(k)
+    if x > 700:
+        return 0.0
+    return 1 / (1 + math.exp(x))
+""",
+)
+wrong(
+    K,
+    "math.exp of a huge step",
+    ["overflow"],
+    """
+def inverse_sigmoid_decay(step, k):
+    return k / (k + math.exp(step / k))
+""",
+)
+wrong(
+    K,
+    "exponent without dividing by k",
+    ["i / k", "exponent"],
+    """
+def inverse_sigmoid_decay(step, k):
+    try:
+        return k / (k + math.exp(step))
+    except OverflowError:
+        return 0.0
+""",
+)
+wrong(
+    K,
+    "probability of sampling instead",
+    ["1 - eps"],
+    """
+def inverse_sigmoid_decay(step, k):
+    try:
+        e = math.exp(step / k)
+    except OverflowError:
+        return 1.0
+    return e / (k + e)
+""",
+)
+wrong(
+    K,
+    "one in the denominator",
+    ["denominator"],
+    """
+def inverse_sigmoid_decay(step, k):
+    try:
+        return k / (1 + math.exp(step / k))
+    except OverflowError:
+        return 0.0
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch9.q2 scheduled_inputs
+
+K = "ch9.q2"
+ok(
+    K,
+    "masked_fill of the guesses",
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    guess = prev_logits.argmax(dim=1)
+    return guess.masked_fill(coins < ratio, 0) + gold * (coins < ratio)
+""",
+)
+ok(
+    K,
+    "loop over the sentences",
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    out = []
+    for b in range(gold.shape[0]):
+        out.append(gold[b] if coins[b] < ratio else prev_logits[b].argmax())
+    return torch.stack(out)
+""",
+)
+wrong(
+    K,
+    "gold with probability 1 - ratio",
+    ["inverted"],
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    use_model = coins < ratio
+    return torch.where(use_model, prev_logits.argmax(-1), gold)
+""",
+)
+wrong(
+    K,
+    "one Python coin for the batch",
+    ["one coin", "whole batch"],
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    if coins.mean() < ratio:
+        return gold.clone()
+    return prev_logits.argmax(-1)
+""",
+)
+wrong(
+    K,
+    "writes into gold",
+    ["in place"],
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    use_model = coins >= ratio
+    gold[use_model] = prev_logits.argmax(-1)[use_model]
+    return gold
+""",
+)
+wrong(
+    K,
+    "less than or equal",
+    ["<="],
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    return torch.where(coins <= ratio, gold, torch.argmax(prev_logits, dim=-1))
+""",
+)
+wrong(
+    K,
+    "softmax probabilities instead of the word",
+    ["index", "long"],
+    """
+def scheduled_inputs(gold, prev_logits, ratio, coins):
+    probs = torch.softmax(prev_logits, dim=-1).max(-1).values
+    return torch.where(coins < ratio, gold.float(), probs)
+""",
+)
+
+
+
+# ---------------------------------------------------------------------------------------------------------
 # ch10.q1 normalised_entropy
 
 K = "ch10.q1"

@@ -1394,6 +1394,61 @@ def beam_search_sentence_by_sentence(model, src, src_valid_lens, **kwargs):
     return [solve(model, src[i : i + 1], src_valid_lens[i : i + 1], **kwargs)[0] for i in range(src.shape[0])]
 
 
+# ch9: scheduled sampling's decay and one step's inputs
+def decay_one_minus(step, k):
+    return 1 - k / (k + math.exp(step / k))
+
+
+def decay_without_k_in_exponent(step, k):
+    return k / (k + math.exp(step))
+
+
+def decay_one_in_denominator(step, k):
+    return k / (1 + math.exp(step / k))
+
+
+def decay_plain_sigmoid(step, k):
+    return 1 / (1 + math.exp(step / k))
+
+
+def decay_rising(step, k):
+    return 1 / (1 + math.exp(-step / k))
+
+
+def decay_flipped_sign(step, k):
+    return k / (k + math.exp(-step / k))
+
+
+def decay_overflows(step, k):
+    return k / (k + math.exp(step / k))
+
+
+def mix_inverted(gold, prev_logits, ratio, coins):
+    return torch.where(coins >= ratio, gold, prev_logits.argmax(-1))
+
+
+def mix_at_most(gold, prev_logits, ratio, coins):
+    return torch.where(coins <= ratio, gold, prev_logits.argmax(-1))
+
+
+def mix_one_coin(gold, prev_logits, ratio, coins):
+    return gold.clone() if coins[0] < ratio else prev_logits.argmax(-1)
+
+
+def mix_values(gold, prev_logits, ratio, coins):
+    return torch.where(coins < ratio, gold.float(), prev_logits.max(-1).values)
+
+
+def mix_batch_axis(gold, prev_logits, ratio, coins):
+    return torch.where(coins < ratio, gold, prev_logits.argmax(0))
+
+
+def mix_in_place(gold, prev_logits, ratio, coins):
+    own = coins >= ratio
+    gold[own] = prev_logits.argmax(-1)[own]
+    return gold
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -1585,6 +1640,19 @@ MUTANTS = [
     ("ch4.q2", aer_without_possible, "you left out |A ∩ P|"),
     ("ch5.q3", local_window_after_softmax, "the window was applied after it"),
     ("ch6.q2", beam_multiplied, "You multiplied the scores"),
+    ("ch9.q1", decay_one_minus, "You returned 1 - eps_i"),
+    ("ch9.q1", decay_without_k_in_exponent, "The exponent is i / k, not i"),
+    ("ch9.q1", decay_one_in_denominator, "not 1 + exp(i / k)"),
+    ("ch9.q1", decay_plain_sigmoid, "a plain sigmoid"),
+    ("ch9.q1", decay_rising, "Your ratio rises"),
+    ("ch9.q1", decay_flipped_sign, "sign is flipped"),
+    ("ch9.q1", decay_overflows, "math.exp overflows"),
+    ("ch9.q2", mix_inverted, "The coin test is inverted"),
+    ("ch9.q2", mix_at_most, "`coins <= ratio`"),
+    ("ch9.q2", mix_one_coin, "One coin decided for the whole batch"),
+    ("ch9.q2", mix_values, "not its index"),
+    ("ch9.q2", mix_batch_axis, "argmax ran over the batch"),
+    ("ch9.q2", mix_in_place, "changed its input `gold` in place"),
 ]
 
 

@@ -271,7 +271,7 @@ def test_malformed_hidden_inputs_stop_the_command_before_the_zip_is_written(
     assert not out.exists()
 
 
-@pytest.mark.parametrize("kwargs", [{"chapters": [9]}, {"visibility": "public"}, {"hidden": {"x": 1}}])
+@pytest.mark.parametrize("kwargs", [{"chapters": [99]}, {"visibility": "public"}, {"hidden": {"x": 1}}])
 def test_build_bundle_refuses_what_gradescope_or_the_grader_could_not_use(
     tmp_path: Path, kwargs: dict
 ) -> None:

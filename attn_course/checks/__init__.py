@@ -48,6 +48,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
+from attn_course.checks.ch9_dynamics import INVERSE_SIGMOID, MIX_INPUTS
 from attn_course.checks.ch10_diagnosis import CONCENTRATION, NORMALISED_ENTROPY
 from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
@@ -86,6 +87,7 @@ PREAMBLES: dict[int, str] = {
     "from attn_course.masking import masked_softmax  # noqa: F401\n",
     6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n",
+    9: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     10: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
 }
 
@@ -96,6 +98,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
+    9: (INVERSE_SIGMOID, MIX_INPUTS),
     10: (NORMALISED_ENTROPY, CONCENTRATION),
 }
 
