@@ -113,6 +113,11 @@ class _Embedding(nn.Module):
     def __init__(self, vocab_size: int, config: TransformerConfig, pad: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, config.num_hiddens, padding_idx=pad)
+        # N(0, 1 / num_hiddens), so that the scaled embedding has entries of about the size of the sinusoid's;
+        # with nn.Embedding's N(0, 1) the positions would be drowned by sqrt(num_hiddens).
+        nn.init.normal_(self.embedding.weight, std=config.num_hiddens ** -0.5)
+        with torch.no_grad():
+            self.embedding.weight[pad].zero_()
         self.positions = PositionalEncoding(config.num_hiddens, config.dropout, config.max_len)
 
     def forward(self, tokens: Tensor) -> Tensor:
