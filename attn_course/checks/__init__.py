@@ -47,6 +47,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
+from attn_course.checks.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
 from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
@@ -84,6 +85,8 @@ PREAMBLES: dict[int, str] = {
     "from attn_course.masking import masked_softmax  # noqa: F401\n",
     6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n",
+    11: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
+    "from attn_course.masking import masked_softmax  # noqa: F401\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
@@ -93,6 +96,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
+    11: (CAUSAL_MASK, MULTI_HEAD),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.
