@@ -275,3 +275,15 @@ def test_head_view_reports_one_head_and_the_same_logits() -> None:
 def test_config_refuses_widths_that_do_not_split_into_heads() -> None:
     with pytest.raises(ValueError, match="multiple of num_heads"):
         TransformerConfig(5, 5, num_hiddens=18, num_heads=4)
+
+
+def test_multihead_equals_d2l_after_load_state_dict() -> None:
+    import d2l.torch as d2l
+
+    theirs = d2l.MultiHeadAttention(D, H, dropout=0.0, bias=True)
+    X, lens = torch.randn(2, 5, D), torch.tensor([5, 2])
+    theirs.eval()
+    expected = theirs(X, X, X, lens)                   # also materialises d2l's LazyLinear layers
+    ours = MultiHeadAttention(D, H)
+    ours.load_state_dict(theirs.state_dict())
+    torch.testing.assert_close(ours(X, X, X, lens)[0], expected)
