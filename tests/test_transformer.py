@@ -255,8 +255,11 @@ def test_greedy_and_beam_search_decode_the_transformer_batched_as_alone() -> Non
         alone = greedy_decode(model, src[i:i + 1, : int(lens[i])], lens[i:i + 1], bos=1, eos=2, max_len=10)[0]
         assert alone.tokens == batched[i].tokens
         torch.testing.assert_close(alone.attention, batched[i].attention, atol=1e-5, rtol=1e-4)
+    one_beam = beam_search(model, src, lens, bos=1, eos=2, max_len=10, beam_size=1)
+    assert [h.tokens for h in one_beam] == [h.tokens for h in batched]        # one beam is greedy search
     beams = beam_search(model, src, lens, bos=1, eos=2, max_len=10, beam_size=3)
-    assert all(b.score >= g.score - 1e-6 for b, g in zip(beams, batched, strict=True))
+    for hyp, n in zip(beams, lens, strict=True):
+        assert hyp.attention.shape == (len(hyp.tokens) + hyp.finished, int(n))
 
 
 def test_head_view_reports_one_head_and_the_same_logits() -> None:
