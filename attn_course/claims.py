@@ -155,12 +155,13 @@ CLAIMS: dict[str, Claim] = _claims(
     # Chapter 8: batched decoding gives the one-at-a-time outputs.
     Claim("ch08.batched_identical", "share of sentences decoded identically batched and one at a time", 0.95),
     # Chapter 11: a small Transformer beside Bahdanau's model, same data and training (trained there).
+    # Bars from results/robustness-ch11.json: 3 seeds x 3 CPU kernels, each bar well below the lowest run.
     Claim(
         "ch11.transformer_val_loss_ratio",
         "Transformer: validation loss after the first epoch / after the last",
-        2,
+        3,
     ),
-    Claim("ch11.transformer_bleu", "Transformer: corpus BLEU of greedy translations of the test set", 30),
+    Claim("ch11.transformer_bleu", "Transformer: corpus BLEU of greedy translations of the test set", 50),
     Claim(
         "ch11.bahdanau_bleu",
         "chapter 11's Bahdanau model: corpus BLEU of greedy translations of the test set",
@@ -168,14 +169,15 @@ CLAIMS: dict[str, Claim] = _claims(
     ),
     Claim(
         "ch11.bleu_gap",
-        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and budget)",
-        -30,
+        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and budget): not more than "
+        "5 behind",
+        -5,
     ),
     Claim(
         "ch11.speed_ratio_growth",
         "training-step time Bahdanau / Transformer on 21-30-token sentences, divided by the same ratio on "
         "3-6 tokens",
-        1.0,
+        1.1,
     ),
 )
 
