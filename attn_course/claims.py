@@ -179,6 +179,31 @@ CLAIMS: dict[str, Claim] = _claims(
     Claim("ch10.relu_bleu_gain", "BLEU of the ReLU score minus the tanh score, mean over three seeds", -2),
     Claim("ch10.relu_entropy_gap",
           "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0.05),
+    # Chapter 11: a small Transformer beside Bahdanau's model, same data and training (trained there).
+    # Bars from results/robustness-ch11.json: 3 seeds x 3 CPU kernels, each bar well below the lowest run.
+    Claim(
+        "ch11.transformer_val_loss_ratio",
+        "Transformer: validation loss after the first epoch / after the last",
+        3,
+    ),
+    Claim("ch11.transformer_bleu", "Transformer: corpus BLEU of greedy translations of the test set", 50),
+    Claim(
+        "ch11.bahdanau_bleu",
+        "chapter 11's Bahdanau model: corpus BLEU of greedy translations of the test set",
+        30,
+    ),
+    Claim(
+        "ch11.bleu_gap",
+        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and budget): not more than "
+        "5 behind",
+        -5,
+    ),
+    Claim(
+        "ch11.speed_ratio_growth",
+        "training-step time Bahdanau / Transformer on 21-30-token sentences, divided by the same ratio on "
+        "3-6 tokens",
+        1.1,
+    ),
 )
 
 

@@ -303,7 +303,10 @@ def default_tokenize(text: str) -> list[str]:
 
 
 def model_name(model: torch.nn.Module) -> str:
-    """A short label for a Seq2Seq model: "Bahdanau", "Luong general", ... (the class name otherwise)."""
+    """A short label for a Seq2Seq model: "Bahdanau", "Luong general", ... (the class name otherwise); a
+    model that names itself (`attn_course.transformer.HeadView`: its layer and head) by its `label`."""
+    if isinstance(getattr(model, "label", None), str):
+        return model.label
     kind = getattr(model, "kind", None)
     if kind == "luong":
         return f"Luong {model.decoder.score}"

@@ -2901,3 +2901,184 @@ def concentration(weights, tgt_valid_lens):
     return (weights * mask).sum(1).max(-1).values
 """,
 )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch11.q1 causal_padding_mask
+
+K = "ch11.q1"
+ok(
+    K,
+    "tril of ones and a padding row",
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool))
+    padding = torch.arange(num_steps)[None, :] < valid_lens[:, None]
+    return causal.unsqueeze(0) & padding.unsqueeze(1)
+""",
+)
+ok(
+    K,
+    "loops over the batch and the queries",
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    mask = torch.zeros(len(valid_lens), num_steps, num_steps, dtype=torch.bool)
+    for b in range(len(valid_lens)):
+        for i in range(num_steps):
+            mask[b, i, : min(i + 1, int(valid_lens[b]))] = True
+    return mask
+""",
+)
+wrong(
+    K,
+    "triu instead of tril",
+    ["upper triangle", "triu"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.triu(torch.ones(num_steps, num_steps, dtype=torch.bool))
+    padding = torch.arange(num_steps)[None, :] < valid_lens[:, None]
+    return causal.unsqueeze(0) & padding.unsqueeze(1)
+""",
+)
+wrong(
+    K,
+    "tril(-1): the diagonal left out",
+    ["diagonal", "off by one"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool), diagonal=-1)
+    padding = torch.arange(num_steps)[None, :] < valid_lens[:, None]
+    return causal.unsqueeze(0) & padding.unsqueeze(1)
+""",
+)
+wrong(
+    K,
+    "padding <= valid length",
+    ["padding", "off by one", "differs"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool))
+    padding = torch.arange(num_steps)[None, :] <= valid_lens[:, None]
+    return causal.unsqueeze(0) & padding.unsqueeze(1)
+""",
+)
+wrong(
+    K,
+    "padding mask on the rows",
+    ["queries", "rows"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool))
+    padding = torch.arange(num_steps)[None, :] < valid_lens[:, None]
+    return causal.unsqueeze(0) & padding.unsqueeze(2)
+""",
+)
+wrong(
+    K,
+    "masked_fill convention: True where masked",
+    ["inverted"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    future = torch.triu(torch.ones(num_steps, num_steps, dtype=torch.bool), diagonal=1)
+    padding = torch.arange(num_steps)[None, :] >= valid_lens[:, None]
+    return future.unsqueeze(0) | padding.unsqueeze(1)
+""",
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# ch11.q2 multi_head_attention
+
+K = "ch11.q2"
+MHA_LOOP = """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    d = queries.shape[-1]
+    d_head = d // num_heads
+    q, k, v = queries @ W_q.T, keys @ W_k.T, values @ W_v.T
+    outputs, weights = [], []
+    for h in range(num_heads):
+        part = slice(h * d_head, (h + 1) * d_head)
+        scores = q[..., part] @ k[..., part].transpose(1, 2) / SCALE
+        alpha = masked_softmax(scores, valid_lens)
+        outputs.append(alpha @ v[..., part])
+        weights.append(alpha)
+    return torch.cat(outputs, dim=-1) @ W_o.T, torch.stack(weights, dim=1)
+"""
+ok(K, "a loop over heads", MHA_LOOP.replace("SCALE", "math.sqrt(d_head)"))
+ok(
+    K,
+    "einsum on (batch, heads, n, d_head)",
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    B, Q, d = queries.shape
+    K = keys.shape[1]
+    h, dh = num_heads, d // num_heads
+    q = (queries @ W_q.T).view(B, Q, h, dh)
+    k = (keys @ W_k.T).view(B, K, h, dh)
+    v = (values @ W_v.T).view(B, K, h, dh)
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / dh ** 0.5
+    lens = None if valid_lens is None else valid_lens.repeat_interleave(h, dim=0)
+    weights = masked_softmax(scores.reshape(B * h, Q, K), lens).view(B, h, Q, K)
+    context = torch.einsum("bhqk,bkhd->bqhd", weights, v).reshape(B, Q, d)
+    return context @ W_o.T, weights
+""",
+)
+wrong(K, "a loop over heads, scaled by sqrt(d)", ["sqrt(d)", "d_head"],
+      MHA_LOOP.replace("SCALE", "math.sqrt(d)"))
+wrong(K, "a loop over heads, not scaled", ["not scaled", "sqrt"], MHA_LOOP.replace("/ SCALE", ""))
+wrong(
+    K,
+    "view straight to (B * h, n, d_head)",
+    ["plain reshape", "split"],
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    B, Q, d = queries.shape
+    dh = d // num_heads
+    q = (queries @ W_q.T).reshape(B * num_heads, -1, dh)
+    k = (keys @ W_k.T).reshape(B * num_heads, -1, dh)
+    v = (values @ W_v.T).reshape(B * num_heads, -1, dh)
+    lens = None if valid_lens is None else valid_lens.repeat_interleave(num_heads, dim=0)
+    weights = masked_softmax(q @ k.transpose(1, 2) / math.sqrt(dh), lens)
+    outputs = (weights @ v).reshape(B, Q, d) @ W_o.T
+    return outputs, weights.reshape(B, num_heads, Q, -1)
+""",
+)
+wrong(
+    K,
+    "lengths tiled with repeat",
+    ["tiled", "repeat_interleave"],
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    B, Q, d = queries.shape
+    dh = d // num_heads
+
+    def split(X):
+        X = X.reshape(B, X.shape[1], num_heads, dh).permute(0, 2, 1, 3)
+        return X.reshape(B * num_heads, -1, dh)
+
+    q, k, v = split(queries @ W_q.T), split(keys @ W_k.T), split(values @ W_v.T)
+    if valid_lens is not None:
+        tiles = (num_heads,) if valid_lens.dim() == 1 else (num_heads, 1)
+        valid_lens = valid_lens.repeat(*tiles)
+    weights = masked_softmax(q @ k.transpose(1, 2) / math.sqrt(dh), valid_lens)
+    context = (weights @ v).reshape(B, num_heads, Q, dh).permute(0, 2, 1, 3).reshape(B, Q, d)
+    return context @ W_o.T, weights.reshape(B, num_heads, Q, -1)
+""",
+)
+wrong(
+    K,
+    "heads concatenated without W_o",
+    ["W_o"],
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    d = queries.shape[-1]
+    d_head = d // num_heads
+    q, k, v = queries @ W_q.T, keys @ W_k.T, values @ W_v.T
+    outputs, weights = [], []
+    for h in range(num_heads):
+        part = slice(h * d_head, (h + 1) * d_head)
+        alpha = masked_softmax(q[..., part] @ k[..., part].transpose(1, 2) / math.sqrt(d_head), valid_lens)
+        outputs.append(alpha @ v[..., part])
+        weights.append(alpha)
+    return torch.cat(outputs, dim=-1), torch.stack(weights, dim=1)
+""",
+)

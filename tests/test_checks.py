@@ -1449,6 +1449,110 @@ def mix_in_place(gold, prev_logits, ratio, coins):
     return gold
 
 
+# ch11: the causal + padding mask and multi-head attention, written wrong as learners write them.
+def causal_mask_triu(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).triu()
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_strict(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril(-1)
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_padding_on_queries(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return causal[None] & (torch.arange(num_steps)[None, :, None] < valid_lens[:, None, None])
+
+
+def causal_mask_no_padding(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return causal[None].expand(len(valid_lens), -1, -1)
+
+
+def causal_mask_inverted(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return ~(causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None]))
+
+
+def causal_mask_plus_one(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril(1)
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_padding_only(valid_lens, num_steps):
+    keep = torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None]
+    return keep.expand(-1, num_steps, -1)
+
+
+def heads(bug=None):
+    """A multi-head attention with one learner's bug (None: right)."""
+    def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+        b, n_q, d = queries.shape
+        d_head = d // num_heads
+
+        def split(X):
+            if bug == "view":
+                return X.reshape(b * num_heads, X.shape[1], d_head)
+            if bug == "strided":
+                X = X.reshape(b, X.shape[1], d_head, num_heads).permute(0, 3, 1, 2)
+                return X.reshape(-1, X.shape[2], d_head)
+            X = X.reshape(b, X.shape[1], num_heads, d_head).transpose(1, 2)
+            return X.reshape(b * num_heads, -1, d_head)
+
+        q, k, v = split(queries @ W_q.T), split(keys @ W_k.T), split(values @ W_v.T)
+        if valid_lens is not None and bug == "unmasked":
+            valid_lens = None
+        if valid_lens is not None:
+            valid_lens = (valid_lens.repeat(num_heads, *([1] * (valid_lens.dim() - 1))) if bug == "tile"
+                          else valid_lens.repeat_interleave(num_heads, dim=0))
+        scale = 1.0 if bug == "unscaled" else math.sqrt(d if bug == "sqrt_d" else d_head)
+        weights = masked_softmax(q @ k.transpose(1, 2) / scale, valid_lens)
+        context = weights @ v
+        if bug in ("view", "merge_view"):
+            context = context.reshape(b, n_q, d)
+        elif bug == "strided":
+            context = context.reshape(b, num_heads, n_q, d_head).permute(0, 2, 3, 1).reshape(b, n_q, d)
+        else:
+            context = context.reshape(b, num_heads, n_q, d_head).transpose(1, 2).reshape(b, n_q, d)
+        outputs = context if bug == "no_W_o" else context @ W_o.T
+        return outputs, weights.reshape(b, num_heads, n_q, -1)
+
+    return multi_head_attention
+
+
+def mha_view_split(*args):
+    return heads("view")(*args)
+
+
+def mha_merge_without_transpose(*args):
+    return heads("merge_view")(*args)
+
+
+def mha_strided_heads(*args):
+    return heads("strided")(*args)
+
+
+def mha_unmasked(*args):
+    return heads("unmasked")(*args)
+
+
+def mha_unscaled(*args):
+    return heads("unscaled")(*args)
+
+
+def mha_scaled_by_d(*args):
+    return heads("sqrt_d")(*args)
+
+
+def mha_tiled_lens(*args):
+    return heads("tile")(*args)
+
+
+def mha_no_output_layer(*args):
+    return heads("no_W_o")(*args)
+
+
 MUTANTS = [
     ("ch1.q1", mask_d2l_in_place, "changed its input `X` in place"),
     ("ch1.q1", mask_keeps_one_too_many, "kept one padded position too many"),
@@ -1744,6 +1848,21 @@ MUTANTS += [
     ("ch10.q2", concentration_row_peaks, "each row's largest weight"),
     ("ch10.q2", concentration_mean_column, "the mean column"),
     ("ch10.q2", concentration_argmax, "an index"),
+    ("ch11.q1", causal_mask_triu, "This is the upper triangle"),
+    ("ch11.q1", causal_mask_strict, "the diagonal is masked"),
+    ("ch11.q1", causal_mask_padding_on_queries, "runs along the queries"),
+    ("ch11.q1", causal_mask_no_padding, "The padding is not masked"),
+    ("ch11.q1", causal_mask_inverted, "The mask is inverted"),
+    ("ch11.q1", causal_mask_plus_one, "also sees position i + 1"),
+    ("ch11.q1", causal_mask_padding_only, "The causal triangle is missing"),
+    ("ch11.q2", mha_strided_heads, "every num_heads-th feature"),
+    ("ch11.q2", mha_unmasked, "The mask is not applied"),
+    ("ch11.q2", mha_view_split, "plain reshape to (batch_size * num_heads, n, d_head)"),
+    ("ch11.q2", mha_merge_without_transpose, "merged with a plain reshape"),
+    ("ch11.q2", mha_unscaled, "The scores are not scaled"),
+    ("ch11.q2", mha_scaled_by_d, "divided by sqrt(d), the full width"),
+    ("ch11.q2", mha_tiled_lens, "The lengths are tiled"),
+    ("ch11.q2", mha_no_output_layer, "output projection W_o is missing"),
 ]
 
 

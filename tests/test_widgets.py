@@ -430,6 +430,29 @@ def test_explorer_runs_real_models_in_every_mode():
     assert bahdanau.training and luong.training  # decoding left the models' modes alone
 
 
+def test_explorer_shows_a_transformer_averaged_and_through_one_head():
+    from attn_course.transformer import HeadView, Transformer, TransformerConfig
+
+    examples = toy_translation(12, min_len=3, max_len=6, seed=0)
+    src_vocab, tgt_vocab = Vocab([e.src for e in examples]), Vocab([e.tgt for e in examples])
+    model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), num_hiddens=8, num_heads=2,
+                                          ffn_hiddens=16, num_layers=2))
+    explorer = AttentionExplorer(model, examples[:3], src_vocab, tgt_vocab, compare=HeadView(model, head=1),
+                                 max_len=8, mode="reference")
+    assert explorer.names == ["Transformer", "Transformer, layer 1, head 1"]
+    example = examples[0]
+    src = torch.tensor([src_vocab[example.src] + [src_vocab.eos]])
+    tgt_in = torch.tensor([[tgt_vocab.bos, *tgt_vocab[example.tgt]]])
+    heads = model.cross_attention(src, torch.tensor([src.shape[1]]), tgt_in)[-1, 0]      # (heads, T, S)
+    np.testing.assert_allclose(explorer.views[0].weights, heads.mean(0).double().numpy(), atol=1e-6)
+    np.testing.assert_allclose(explorer.views[1].weights, heads[1].double().numpy(), atol=1e-6)
+    for mode in ("greedy", "beam"):
+        explorer.mode_buttons.value = mode
+        first, second = explorer.views
+        assert first.tgt_tokens == second.tgt_tokens          # one model: the same translation, two views
+        np.testing.assert_allclose(second.weights.sum(-1), 1.0, rtol=1e-5)
+
+
 # --------------------------------------------------------------------------------------------- playground
 
 

@@ -50,6 +50,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
 )
 from attn_course.checks.ch9_dynamics import INVERSE_SIGMOID, MIX_INPUTS
 from attn_course.checks.ch10_diagnosis import CONCENTRATION, NORMALISED_ENTROPY
+from attn_course.checks.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
 from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
@@ -89,6 +90,8 @@ PREAMBLES: dict[int, str] = {
     "from torch.nn import functional as F  # noqa: F401\n",
     9: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     10: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
+    11: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
+    "from attn_course.masking import masked_softmax  # noqa: F401\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
@@ -100,6 +103,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
     9: (INVERSE_SIGMOID, MIX_INPUTS),
     10: (NORMALISED_ENTROPY, CONCENTRATION),
+    11: (CAUSAL_MASK, MULTI_HEAD),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.
