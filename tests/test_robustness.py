@@ -19,7 +19,8 @@ from attn_course.runtime import artifacts_dir, course_seed
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CHECKED = "# NBVAL_CHECK_OUTPUT"
-TRAINING_CALLS = {"train", "train_variant", "load_or_train", "BackgroundTraining"}
+# run: attn_course.dynamics.run, which trains one of chapter 9's models
+TRAINING_CALLS = {"train", "train_variant", "load_or_train", "BackgroundTraining", "run"}
 TIMING_CALLS = {"perf_counter", "process_time", "time", "monotonic", "median_seconds"}
 
 
