@@ -66,7 +66,7 @@ portability: env
 test: lint unit unit-slow notebooks portability
 
 # Every training chapter over 5 seeds x torch CPU kernels (default, avx2, the machine's best) x 1 and 2
-# threads: the spread of each claim, in results/robustness.json and .md (about 2 hours on 2 cores).
+# threads: the spread of each claim, in results/robustness.json and .md (about 4 hours on 2 cores).
 # `make robustness ARGS=--resume` keeps the runs already there and adds the missing ones.
 ARGS ?=
 robustness: env

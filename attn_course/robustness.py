@@ -325,10 +325,11 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if len(devices) != 1:
         raise ValueError(f"cannot merge results of devices {sorted(devices)}: keep one file per device")
 
-    def union(field: str) -> list:
-        return sorted({value for result in results for value in result["matrix"][field]})
+    def union(field: str) -> list:  # in the order first met (kernels: default, avx2, the machine's best)
+        return list(dict.fromkeys(value for result in results for value in result["matrix"][field]))
 
-    matrix = {field: union(field) for field in ("seeds", "kernels", "threads", "chapters")}
+    matrix = {field: sorted(union(field)) for field in ("seeds", "threads", "chapters")}
+    matrix["kernels"] = union("kernels")
     matrix["device"] = devices.pop()
     seconds = sum(result["runtime_seconds"] for result in results)
     return _results(matrix, list(runs.values()), seconds)
