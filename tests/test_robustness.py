@@ -325,7 +325,7 @@ RESULTS = robustness.load_results(claims.ROBUSTNESS_RESULTS) if claims.ROBUSTNES
 
 #: Chapters whose claims have been measured with 1 thread only (5 seeds x 3 kernels): their 2-thread column
 #: is still to run, as README says; `make robustness ARGS=--resume` adds it, then remove them from here.
-ONE_THREAD_ONLY = {"11"}
+ONE_THREAD_ONLY: set[str] = set()
 
 
 def complete_columns(results: dict, chapter: str) -> set[tuple[str, int]]:
