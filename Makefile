@@ -16,7 +16,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildc
 THREADS ?= 1
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
-.PHONY: env lab test lint unit unit-slow notebooks portability robustness bench gpu-check clean
+.PHONY: env lab test lint unit unit-slow notebooks portability robustness bench gpu-check book slides clean
 
 env: $(STAMP)
 
@@ -85,5 +85,14 @@ gpu-check: env
 	$(BIN)/python -m attn_course.robustness --device cuda --threads 1 --workers 1 --out results/robustness-cuda.json
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
+# The course to read and to teach from, built from the notebooks' stored outputs (nothing is executed):
+# an HTML book (open build/book/index.html) and a reveal.js deck per chapter (build/slides/index.html). Both
+# open offline; their scripts are fetched once from the npm registry, pinned in attn_course/vendor.py.
+book: env
+	$(BIN)/python -m attn_course.book --out build/book
+
+slides: env
+	$(BIN)/python -m attn_course.slides build --out build/slides
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

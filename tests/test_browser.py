@@ -24,20 +24,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import chromium
 import nbformat
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts" / "test_browser"
+ARTIFACTS = chromium.ARTIFACTS / "test_browser"
 SERVER_START_TIMEOUT_S = 120
 WIDGET_TIMEOUT_MS = 180_000  # kernel start + imports + a tiny model on a busy CI machine
 
@@ -56,12 +47,7 @@ NOTEBOOK_CELLS = [
     'explorer = AttentionExplorer(model, examples, src_vocab, tgt_vocab, mode="reference")\nexplorer',
 ]
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)"
-    ),
-]
+pytestmark = [pytest.mark.slow, chromium.needs_chromium]
 
 
 def free_port() -> int:
@@ -156,10 +142,6 @@ class Lab:
 
 
 def test_step_slider_moves_from_the_keyboard_in_jupyterlab(tmp_path, capsys):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the browser test needs Playwright's Python package: pip install playwright")
     timings = {}
     start = time.perf_counter()
     root, home = tmp_path / "root", tmp_path / "home"
@@ -175,10 +157,8 @@ def test_step_slider_moves_from_the_keyboard_in_jupyterlab(tmp_path, capsys):
     try:
         lab.wait_until_ready()
         timings["server start"] = time.perf_counter() - start
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-            )
+        with chromium.sync_playwright() as playwright:
+            browser = chromium.launch(playwright)
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1100})
                 page.goto(lab.url("explorer.ipynb"))

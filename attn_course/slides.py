@@ -1,0 +1,246 @@
+"""`make slides`: a reveal.js lecture deck per chapter, from the notebooks' stored outputs.
+
+nbconvert's reveal.js exporter with the template in `book/slides/`, applied to `slide_view(chapter)`: the
+chapter's own cells under their `slideshow` metadata (committed in the notebooks; `annotate_slides` gives a
+cell without one its default), narrative prose moved into speaker notes, long outputs trimmed. Every script
+and font comes from the build (`attn_course.vendor`), so the decks run offline.
+
+    python -m attn_course.slides build --out build/slides
+    python -m attn_course.slides annotate notebooks/*.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from attn_course.vendor import vendor, widget_fonts_beside
+
+ROOT = Path(__file__).resolve().parents[1]
+SLIDES_TEMPLATE = ROOT / "book" / "slides"
+
+HEADING = re.compile(r"^(#{1,6})\s")
+
+
+def _source(cell: dict) -> str:
+    source = cell["source"]
+    return source if isinstance(source, str) else "".join(source)
+
+
+def default_slide_type(cell: dict, previous: dict | None, first_code: bool) -> str:
+    """The slide type a cell gets when it has none: one idea per slide.
+
+    A `#`/`##` heading starts a slide, any other markdown cell a sub-slide (one step of the argument); a
+    code cell continues its markdown's slide, or starts a sub-slide after another code cell; the chapter's
+    set-up cell (its first code cell: imports and seeds) is skipped.
+    """
+    if cell["cell_type"] == "markdown":
+        match = HEADING.match(_source(cell))
+        return "slide" if match and len(match.group(1)) <= 2 else "subslide"
+    if first_code:
+        return "skip"
+    return "subslide" if previous is not None and previous["cell_type"] == "code" else "-"
+
+
+def annotate_slides(nb: dict) -> int:
+    """Give every cell without `slideshow` metadata its `default_slide_type`; returns how many were given one.
+
+    `nb` is a notebook as JSON or as nbformat reads it. Types already set (by a lecturer, in JupyterLab's
+    property inspector) are kept.
+    """
+    changed, previous, seen_code = 0, None, False
+    for cell in nb["cells"]:
+        is_code = cell["cell_type"] == "code"
+        slideshow = cell.setdefault("metadata", {}).setdefault("slideshow", {})
+        if "slide_type" not in slideshow:
+            slideshow["slide_type"] = default_slide_type(cell, previous, first_code=is_code and not seen_code)
+            changed += 1
+        seen_code = seen_code or is_code
+        previous = cell
+    return changed
+
+
+def annotate_file(path: Path) -> int:
+    """`annotate_slides` on a notebook file, rewritten in the course's JSON layout only if a cell changed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    changed = annotate_slides(nb)
+    if changed:
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return changed
+
+
+MAX_OUTPUT_LINES = 12
+KEPT_OUTPUT_LINES = 8
+NBVAL_MARK = re.compile(r"^\s*# NBVAL_\w+\s*\n", re.MULTILINE)
+
+
+def split_prose(markdown: str) -> tuple[str, str]:
+    """(what the slide shows, the speaker notes) of one markdown cell.
+
+    The slide keeps the heading, displayed equations, lists, tables, images, quotes and code blocks, and the
+    first sentence of the prose as its lead; the notes hold every prose paragraph in full. Blocks are those
+    of the markdown parser, so a blank line inside a code block or an equation does not split it.
+    """
+    shown, prose = [], []
+    for kind, text in _blocks(markdown):
+        (prose if kind == "paragraph" and not text.lstrip().startswith("![") else shown).append(text)
+    if prose:
+        position = 1 if shown and HEADING.match(shown[0]) else 0
+        shown.insert(position, _first_sentence(prose[0]))
+    return "\n\n".join(shown), "\n\n".join(prose)
+
+
+def _blocks(markdown: str) -> list[tuple[str, str]]:
+    """The top-level blocks of `markdown`: (kind, source text), kind being e.g. "paragraph" or "fence"."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    lines = markdown.splitlines()
+    parser = MarkdownIt("commonmark").enable("table").use(dollarmath_plugin)
+    blocks = []
+    for token in parser.parse(markdown):
+        if token.level == 0 and token.nesting >= 0 and token.map is not None:
+            start, end = token.map
+            blocks.append((token.type.removesuffix("_open"), "\n".join(lines[start:end]).strip("\n")))
+    return blocks
+
+
+def _first_sentence(paragraph: str) -> str:
+    """The paragraph up to its first full stop or colon before a space and a capital (not in math or code)."""
+    text = " ".join(paragraph.split())
+    in_math = in_code = False
+    for i, char in enumerate(text):
+        if char == "$" and not in_code:
+            in_math = not in_math
+        elif char == "`" and not in_math:
+            in_code = not in_code
+        elif char in ".:" and not (in_math or in_code) and re.match(r" [A-Z]", text[i + 1 : i + 3]):
+            return text[: i + 1]
+    return text
+
+
+def trim_text(text: str, limit: int = MAX_OUTPUT_LINES, keep: int = KEPT_OUTPUT_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= limit:
+        return text
+    return "\n".join(lines[:keep] + [f"⋮ {len(lines) - keep} more lines: see the chapter in the book"]) + "\n"
+
+
+def slide_view(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of a chapter as its deck shows it: prose in speaker notes, outputs trimmed, NBVAL marks gone."""
+    deck = copy.deepcopy(nb)
+    annotate_slides(deck)
+    cells = []
+    for cell in deck.cells:
+        kind = cell.metadata.slideshow["slide_type"]
+        if cell.cell_type == "markdown" and kind not in ("notes", "skip"):
+            shown, notes = split_prose(cell.source)
+            cell.source = shown
+            cells.append(cell)
+            if notes:
+                notes_metadata = {"slideshow": {"slide_type": "notes"}}
+                cells.append(nbformat.v4.new_markdown_cell(notes, metadata=notes_metadata))
+            continue
+        if cell.cell_type == "code":
+            cell.source = NBVAL_MARK.sub("", cell.source)
+            for output in cell.get("outputs", []):
+                _trim_output(output)
+        cells.append(cell)
+    deck.cells = cells
+    return deck
+
+
+def _trim_output(output: dict) -> None:
+    if output.get("output_type") == "stream":
+        output["text"] = trim_text(output["text"])
+    elif "text/plain" in output.get("data", {}) and len(output["data"]) == 1:
+        output["data"]["text/plain"] = trim_text(output["data"]["text/plain"])
+
+
+def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
+    """A reveal.js deck per chapter in `out`, assets and an index page beside them; returns the decks."""
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
+    notebooks = notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    widget_fonts_beside(out, vendor(out))
+    shutil.copyfile(ROOT / "book" / "static" / "mathjax-widgets.js", out / "mathjax-widgets.js")
+    config = Config()
+    config.SlidesExporter.update(
+        extra_template_basedirs=[str(SLIDES_TEMPLATE.parent)],
+        template_name=SLIDES_TEMPLATE.name,
+        reveal_url_prefix="reveal.js",
+        reveal_theme="white",
+        reveal_transition="none",
+        reveal_number="c/t",
+        reveal_scroll=True,
+        require_js_url="require.js",
+        mathjax_url="mathjax/tex-chtml.js",
+        widget_renderer_url="@jupyter-widgets/html-manager/dist/embed-amd.js",
+        jupyter_widgets_base_url="./",
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    exporter = SlidesExporter(config=config)
+    decks = []
+    for path in notebooks:
+        body, _ = exporter.from_notebook_node(slide_view(nbformat.read(path, as_version=4)))
+        deck = out / (path.stem + ".slides.html")
+        deck.write_text(body, encoding="utf-8")
+        decks.append(deck)
+    (out / "index.html").write_text(_deck_index(decks, notebooks), encoding="utf-8")
+    return decks
+
+
+def _deck_index(decks: list[Path], notebooks: list[Path]) -> str:
+    items = []
+    for deck, path in zip(decks, notebooks, strict=True):
+        title = _title(nbformat.read(path, as_version=4)) or path.stem
+        items.append(f'<li><a href="{deck.name}">{_escape(title)}</a></li>')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<link rel="icon" href="data:,"><title>attn-course: lecture decks</title></head><body>'
+        "<h1>attn-course: lecture decks</h1><p>One deck per chapter. Press <kbd>S</kbd> for the speaker view"
+        " (notes, next slide, timer), <kbd>Esc</kbd> for the overview.</p>"
+        f"<ul>{''.join(items)}</ul></body></html>\n"
+    )
+
+
+def _title(nb: nbformat.NotebookNode) -> str | None:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return None
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m attn_course.slides", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="a deck per chapter").add_argument(
+        "--out", type=Path, default=ROOT / "build" / "slides"
+    )
+    annotate = commands.add_parser("annotate", help="give cells without slide metadata their default type")
+    annotate.add_argument("notebooks", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        decks = build_slides(args.out.resolve())
+        print(f"slides: {len(decks)} decks, {args.out.resolve() / 'index.html'}")
+    else:
+        for path in args.notebooks:
+            print(f"{path}: {annotate_file(path)} cells given a slide type")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Sphinx configuration of the course's HTML book (`make book`).
+
+The book is built from the notebooks' stored outputs by myst-nb (nothing is executed), with every script
+and font it needs served from the book itself: MathJax, RequireJS and the ipywidgets embedder are fetched
+once from the npm registry at pinned versions (attn_course.publish.VENDOR), so the built book opens
+offline, from a file or any static server.
+"""
+
+import os
+from pathlib import Path
+
+project = "attn-course"
+author = "the attn-course authors"
+copyright = "attn-course"
+
+extensions = ["myst_nb"]
+
+# The sources are the repository itself: the landing page here, README, the chapters and the exercises.
+root_doc = "book/index"
+include_patterns = ["book/*.md", "README.md", "notebooks/*.ipynb", "exercises/*.ipynb"]
+exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints"]
+
+# Stored outputs only: a chapter that trains a model is not re-run to be read.
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]
+
+# attn_course.publish fetches the vendored assets into this folder and names it here.
+VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", Path(__file__).resolve().parents[1] / "build" / "vendor"))
+html_static_path = [str(VENDOR), "static"]
+mathjax_path = "mathjax/tex-chtml.js"
+html_js_files = [("mathjax-widgets.js", {"priority": 510})]
+# The widgets' embedder, on the pages whose notebook stored widget state. A widget module it does not bundle
+# would be fetched from the CDN named here; the course's widgets are all ipywidgets' own controls, which it
+# bundles, so none is (the browser test fails on any request that leaves the book). It loads its fonts from
+# "@jupyter-widgets/html-manager/dist/" beside the page: attn_course.book copies them there.
+nb_ipywidgets_js = {
+    "require.js": {},
+    "@jupyter-widgets/html-manager/dist/embed-amd.js": {"data-jupyter-widgets-cdn": "_static/"},
+}
+
+html_theme = "sphinx_book_theme"
+html_title = "attn-course: attention for sequence-to-sequence models"
+html_favicon = "favicon.svg"
+html_context = {"default_mode": "light"}
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+}
+html_last_updated_fmt = None

@@ -1,0 +1,238 @@
+"""The HTML book and the lecture decks, built as `make book` and `make slides` do, in headless Chromium.
+
+Both are built into a temporary folder and served from 127.0.0.1. Every page of the book and every deck is
+opened; each must load with no console error, no uncaught exception, no failed or refused request and no
+request to anything but that server; its math must be typeset by MathJax without a TeX error. The book's
+table of contents lists every chapter and exercise, its search finds a chapter, and the explorer's page shows
+the widgets' stored view, whose slider moves without a kernel. A deck starts, steps to its next slide and
+carries speaker notes. Screenshots of every page and deck land under artifacts/test_publish/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from pathlib import Path
+
+import chromium
+import pytest
+
+from attn_course import book, slides
+
+pytestmark = [pytest.mark.slow, chromium.needs_chromium]
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = chromium.ARTIFACTS / "test_publish"
+CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+EXERCISES = sorted(path.stem for path in (ROOT / "exercises").glob("*.ipynb"))
+LOAD_TIMEOUT_MS = 60_000
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The book and the decks, built from the stored outputs, served on 127.0.0.1: (base URL, folder)."""
+    out = tmp_path_factory.mktemp("publish")
+    book.build_book(out / "book")
+    slides.build_slides(out / "slides")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=out))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    yield f"http://127.0.0.1:{server.server_port}/", out
+    server.shutdown()
+    thread.join()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium.sync_playwright() as playwright:
+        browser = chromium.launch(playwright)
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """One page opened in a fresh tab, with everything the page did that the test refuses recorded."""
+
+    def __init__(self, browser, base: str, path: str) -> None:
+        self.base, self.problems = base, []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda error: self.problems.append(f"uncaught exception: {error}"))
+        self.page.on("request", self._request)
+        self.page.on("requestfailed", lambda request: self.problems.append(f"failed request: {request.url}"))
+        self.page.on("response", self._response)
+        self.page.goto(base + path, wait_until="networkidle", timeout=LOAD_TIMEOUT_MS)
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.problems.append(f"console error: {message.text}")
+
+    def _request(self, request) -> None:
+        if not request.url.startswith((self.base, "data:", "blob:", "about:")):
+            self.problems.append(f"request off the machine: {request.url}")
+
+    def _response(self, response) -> None:
+        if response.status >= 400:
+            self.problems.append(f"HTTP {response.status}: {response.url}")
+
+    def typeset(self) -> int:
+        """Wait for MathJax to finish; the number of formulas it typeset (0 on a page without MathJax)."""
+        if self.page.locator("script[src*='mathjax/tex-chtml.js']").count() == 0:
+            return 0
+        self.page.wait_for_function(
+            "() => window.MathJax && MathJax.version && MathJax.startup.promise", timeout=LOAD_TIMEOUT_MS
+        )
+        self.page.evaluate("() => MathJax.startup.promise")
+        assert self.page.locator("mjx-merror, mjx-container [data-mjx-error]").count() == 0, "a TeX error"
+        return self.page.locator("mjx-container").count()
+
+    def finish(self, screenshot: str) -> None:
+        self.page.wait_for_timeout(300)  # late console messages (widgets render after the load event)
+        self.page.screenshot(path=str(ARTIFACTS / screenshot))
+        self.page.close()
+        assert not self.problems, "\n".join(self.problems)
+
+
+def book_pages(out: Path) -> list[str]:
+    pages = sorted(
+        str(path.relative_to(out))
+        for path in out.rglob("*.html")
+        if not path.relative_to(out).parts[0].startswith("_") and "@jupyter-widgets" not in path.parts
+    )
+    return [page for page in pages if page != "index.html"]  # the root index only redirects to book/index
+
+
+def test_the_book_has_every_chapter_exercise_and_readme_and_no_remote_asset(site):
+    _, out = site
+    pages = book_pages(out / "book")
+    expected = {"README.html", "book/index.html", "search.html"}
+    expected |= {f"notebooks/{name}.html" for name in CHAPTERS}
+    expected |= {f"exercises/{name}.html" for name in EXERCISES}
+    assert expected <= set(pages)
+    remote = re.compile(r"<(?:script|link|img|iframe)\b[^>]*(?:src|href)=[\"']?(?:https?:)?//", re.IGNORECASE)
+    for page in pages + [f"../slides/{deck.name}" for deck in (out / "slides").glob("*.html")]:
+        html = (out / "book" / page).read_text(encoding="utf-8")
+        assert not remote.search(html), f"{page} loads something from another host"
+
+
+def test_every_book_page_loads_offline_without_errors_with_its_math_typeset(site, browser):
+    base, out = site
+    typeset = {}
+    for page in book_pages(out / "book"):
+        visit = Visit(browser, base + "book/", page)
+        typeset[page] = visit.typeset()
+        visit.finish(f"book_{page.replace('/', '_').removesuffix('.html')}.png")
+    assert typeset["notebooks/01_masked_softmax.html"] >= 10
+    assert all(typeset[f"notebooks/{name}.html"] > 0 for name in CHAPTERS if name != "00_data"), typeset
+
+
+def test_the_landing_page_says_how_to_run_the_course_and_lists_every_chapter(site, browser):
+    base, _ = site
+    visit = Visit(browser, base + "book/", "index.html")  # the book's root, which sends the reader on
+    page = visit.page
+    page.wait_for_url("**/book/book/index.html", timeout=LOAD_TIMEOUT_MS)
+    assert "make lab" in page.locator("main").inner_text()
+    links = page.locator("nav.bd-docs-nav a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    for name in CHAPTERS:
+        assert any(link.endswith(f"notebooks/{name}.html") for link in links), f"{name} missing from the TOC"
+    for name in EXERCISES:
+        assert any(link.endswith(f"exercises/{name}.html") for link in links), f"{name} missing from the TOC"
+    visit.finish("landing.png")
+
+
+def test_the_search_finds_a_chapter(site, browser):
+    base, _ = site
+    visit = Visit(browser, base + "book/", "search.html?q=Bahdanau")
+    results = visit.page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=LOAD_TIMEOUT_MS)
+    hrefs = results.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert any("04_bahdanau_attention" in href for href in hrefs), hrefs
+    visit.finish("search_bahdanau.png")
+
+
+def test_the_explorer_page_shows_the_widgets_stored_view_and_its_slider_moves_without_a_kernel(site, browser):
+    base, _ = site
+    visit = Visit(browser, base + "book/", "notebooks/07_explore.html")
+    page = visit.page
+    step_label = page.locator("label", has_text="decoder step")
+    slider = page.locator(".jupyter-widgets .widget-slider", has=step_label)
+    slider.first.wait_for(timeout=LOAD_TIMEOUT_MS)
+    image = page.locator(".jupyter-widgets img.widget-image").first
+    image.wait_for(timeout=LOAD_TIMEOUT_MS)
+    assert image.evaluate("img => img.complete && img.naturalWidth > 100"), "the stored heatmap did not load"
+    readout = slider.first.locator(".widget-readout")
+    before = readout.inner_text().strip()
+    slider.first.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "([before]) => { const r = document.querySelector('.jupyter-widgets .widget-slider .widget-readout');"
+        " return r !== null && r.innerText.trim() !== before; }",
+        arg=[before],
+        timeout=LOAD_TIMEOUT_MS,
+    )
+    slider.first.scroll_into_view_if_needed()
+    visit.finish("explorer_widgets.png")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_deck_starts_steps_and_carries_speaker_notes_offline(site, browser, chapter):
+    base, _ = site
+    visit = Visit(browser, base + "slides/", f"{chapter}.slides.html")
+    page = visit.page
+    page.locator(".reveal.ready").wait_for(timeout=LOAD_TIMEOUT_MS)
+    visit.typeset()
+    slides_count = page.locator(".reveal .slides > section").count()
+    assert slides_count >= 3, f"{chapter}: {slides_count} slides"
+    assert page.locator(".reveal aside.notes").count() >= 3, f"{chapter}: no speaker notes"
+    title = page.locator(".reveal .slides > section").first.locator("h1")
+    assert title.count() == 1 and title.inner_text().strip(), f"{chapter}: the deck opens on no title"
+    visit.page.screenshot(path=str(ARTIFACTS / f"slides_{chapter}_title.png"))
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => location.hash === '#/1'", timeout=LOAD_TIMEOUT_MS)
+    visit.finish(f"slides_{chapter}_2.png")
+
+
+def test_the_deck_index_links_every_chapter(site, browser):
+    base, out = site
+    visit = Visit(browser, base + "slides/", "index.html")
+    links = visit.page.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert links == [f"{name}.slides.html" for name in CHAPTERS]
+    assert all((out / "slides" / link).is_file() for link in links)
+    visit.finish("slides_index.png")
+
+
+def test_the_speaker_view_shows_the_slide_s_notes_offline(site, browser):
+    base, _ = site
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    problems = []
+    context.on(
+        "request",
+        lambda request: problems.append(request.url)
+        if not request.url.startswith((base, "data:", "blob:", "about:"))
+        else None,
+    )
+    page = context.new_page()
+    page.goto(base + "slides/04_bahdanau_attention.slides.html#/1", wait_until="networkidle")
+    page.locator(".reveal.ready").wait_for(timeout=LOAD_TIMEOUT_MS)
+    with page.expect_popup(timeout=LOAD_TIMEOUT_MS) as opened:
+        page.keyboard.press("s")
+    speaker = opened.value
+    speaker.on("pageerror", lambda error: problems.append(f"uncaught exception: {error}"))
+    notes = speaker.locator(".speaker-controls-notes .value")
+    speaker.wait_for_function(
+        "() => { const n = document.querySelector('.speaker-controls-notes .value');"
+        " return n !== null && n.innerText.includes('Bahdanau et al. 2014'); }",
+        timeout=LOAD_TIMEOUT_MS,
+    )
+    assert "annotations" in notes.inner_text()  # the section's prose, moved off the slide
+    speaker.screenshot(path=str(ARTIFACTS / "slides_speaker_view.png"))
+    context.close()
+    assert not problems, problems
