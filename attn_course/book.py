@@ -42,11 +42,10 @@ def _widget_fonts_beside_pages(out: Path, assets: Path) -> None:
 def _redirect(target: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="refresh" content="0; url={target}"><title>attn-course</title></head>'
+        f'<meta http-equiv="refresh" content="0; url={target}"><link rel="icon" href="data:,">'
+        "<title>attn-course</title></head>"
         f'<body><a href="{target}">attn-course</a></body></html>\n'
     )
-
-
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import html
 import json
 import re
 import shutil
@@ -179,11 +180,10 @@ def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
         reveal_theme="white",
         reveal_transition="none",
         reveal_number="c/t",
-        reveal_scroll=True,
         require_js_url="require.js",
         mathjax_url="mathjax/tex-chtml.js",
         widget_renderer_url="@jupyter-widgets/html-manager/dist/embed-amd.js",
-        jupyter_widgets_base_url="./",
+        jupyter_widgets_base_url="./",  # where a widget module the embedder lacks would come from: here
         exclude_input_prompt=True,
         exclude_output_prompt=True,
     )
@@ -202,7 +202,7 @@ def _deck_index(decks: list[Path], notebooks: list[Path]) -> str:
     items = []
     for deck, path in zip(decks, notebooks, strict=True):
         title = _title(nbformat.read(path, as_version=4)) or path.stem
-        items.append(f'<li><a href="{deck.name}">{_escape(title)}</a></li>')
+        items.append(f'<li><a href="{deck.name}">{html.escape(title)}</a></li>')
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<link rel="icon" href="data:,"><title>attn-course: lecture decks</title></head><body>'
@@ -219,10 +219,6 @@ def _title(nb: nbformat.NotebookNode) -> str | None:
                 if line.startswith("# "):
                     return line[2:].strip()
     return None
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -48,8 +48,8 @@ VENDOR = (
         "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw==",
         {"require.js": "require.js"},
     ),
-    # The embedder of ipywidgets 8 (ipywidgets._version.__html_manager_version__ is ^1.0.1). Its fonts are
-    # loaded from "<data-jupyter-widgets-cdn>@jupyter-widgets/html-manager/dist/", hence the folder's name.
+    # The embedder of ipywidgets 8 (ipywidgets._version.__html_manager_version__ is ^1.0.1), under the
+    # folder name its stylesheets use for their fonts (see widget_fonts_beside).
     NpmPackage(
         "@jupyter-widgets/html-manager",
         "1.0.7",

@@ -2,8 +2,8 @@
 
 The book is built from the notebooks' stored outputs by myst-nb (nothing is executed), with every script
 and font it needs served from the book itself: MathJax, RequireJS and the ipywidgets embedder are fetched
-once from the npm registry at pinned versions (attn_course.publish.VENDOR), so the built book opens
-offline, from a file or any static server.
+once from the npm registry at pinned versions (attn_course.vendor.VENDOR), so the built book opens
+offline, from a file or any static server. Build it with `make book` (attn_course.book).
 """
 
 import os
@@ -27,8 +27,9 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
-# attn_course.publish fetches the vendored assets into this folder and names it here.
-VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", Path(__file__).resolve().parents[1] / "build" / "vendor"))
+# attn_course.book unpacks the vendored assets into this folder and names it here.
+BUILD = Path(__file__).resolve().parents[1] / "build"
+VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", BUILD / "book-vendor"))
 html_static_path = [str(VENDOR), "static"]
 mathjax_path = "mathjax/tex-chtml.js"
 html_js_files = [("mathjax-widgets.js", {"priority": 510})]

@@ -1,6 +1,8 @@
 """The HTML book and the lecture decks, built as `make book` and `make slides` do, in headless Chromium.
 
-Both are built into a temporary folder and served from 127.0.0.1. Every page of the book and every deck is
+Both are built into a temporary folder, without network where the machine lets the test take it away
+(`unshare --net`: the npm packages are fetched first, the builds then run with no network at all), and
+served from 127.0.0.1. Every page of the book and every deck is
 opened; each must load with no console error, no uncaught exception, no failed or refused request and no
 request to anything but that server; its math must be typeset by MathJax without a TeX error. The book's
 table of contents lists every chapter and exercise, its search finds a chapter, and the explorer's page shows
@@ -13,13 +15,17 @@ from __future__ import annotations
 import functools
 import http.server
 import re
+import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import chromium
 import pytest
 
-from attn_course import book, slides
+from attn_course import vendor
 
 pytestmark = [pytest.mark.slow, chromium.needs_chromium]
 
@@ -35,17 +41,38 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def without_network() -> list[str]:
+    """A command prefix that runs a command with no network, or [] where this machine does not allow it."""
+    if shutil.which("unshare") is None:
+        return []
+    probe = subprocess.run(["unshare", "--net", "true"], capture_output=True)
+    return ["unshare", "--net"] if probe.returncode == 0 else []
+
+
+class Site(NamedTuple):
+    base: str  # the URL of `out`
+    out: Path  # book/ and slides/, as make book and make slides build them
+    offline: bool  # whether they were built with no network
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The book and the decks, built from the stored outputs, served on 127.0.0.1: (base URL, folder)."""
+    """The book and the decks, built from the stored outputs, served on 127.0.0.1."""
     out = tmp_path_factory.mktemp("publish")
-    book.build_book(out / "book")
-    slides.build_slides(out / "slides")
+    for package in vendor.VENDOR:
+        vendor.fetch(package)  # the only step that may use the network, once: the tarballs are cached
+    offline = without_network()
+    commands = [
+        ["attn_course.book", "--out", str(out / "book")],
+        ["attn_course.slides", "build", "--out", str(out / "slides")],
+    ]
+    for command in commands:  # as make book and make slides run them
+        subprocess.run([*offline, sys.executable, "-m", *command], check=True, cwd=ROOT)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=out))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    yield f"http://127.0.0.1:{server.server_port}/", out
+    yield Site(f"http://127.0.0.1:{server.server_port}/", out, bool(offline))
     server.shutdown()
     thread.join()
 
@@ -73,7 +100,7 @@ class Visit:
 
     def _console(self, message) -> None:
         if message.type == "error":
-            self.problems.append(f"console error: {message.text}")
+            self.problems.append(f"console error: {message.text} ({message.location.get('url', '?')})")
 
     def _request(self, request) -> None:
         if not request.url.startswith((self.base, "data:", "blob:", "about:")):
@@ -110,8 +137,15 @@ def book_pages(out: Path) -> list[str]:
     return [page for page in pages if page != "index.html"]  # the root index only redirects to book/index
 
 
+def test_the_book_and_the_decks_build_with_no_network(site):
+    if not site.offline:
+        pytest.skip("this machine does not let the test take the network away (unshare --net)")
+    assert (site.out / "book" / "book" / "index.html").is_file()
+    assert len(list((site.out / "slides").glob("*.slides.html"))) == len(CHAPTERS)
+
+
 def test_the_book_has_every_chapter_exercise_and_readme_and_no_remote_asset(site):
-    _, out = site
+    out = site.out
     pages = book_pages(out / "book")
     expected = {"README.html", "book/index.html", "search.html"}
     expected |= {f"notebooks/{name}.html" for name in CHAPTERS}
@@ -124,7 +158,7 @@ def test_the_book_has_every_chapter_exercise_and_readme_and_no_remote_asset(site
 
 
 def test_every_book_page_loads_offline_without_errors_with_its_math_typeset(site, browser):
-    base, out = site
+    base, out = site.base, site.out
     typeset = {}
     for page in book_pages(out / "book"):
         visit = Visit(browser, base + "book/", page)
@@ -135,7 +169,7 @@ def test_every_book_page_loads_offline_without_errors_with_its_math_typeset(site
 
 
 def test_the_landing_page_says_how_to_run_the_course_and_lists_every_chapter(site, browser):
-    base, _ = site
+    base = site.base
     visit = Visit(browser, base + "book/", "index.html")  # the book's root, which sends the reader on
     page = visit.page
     page.wait_for_url("**/book/book/index.html", timeout=LOAD_TIMEOUT_MS)
@@ -149,7 +183,7 @@ def test_the_landing_page_says_how_to_run_the_course_and_lists_every_chapter(sit
 
 
 def test_the_search_finds_a_chapter(site, browser):
-    base, _ = site
+    base = site.base
     visit = Visit(browser, base + "book/", "search.html?q=Bahdanau")
     results = visit.page.locator("#search-results ul.search li")
     results.first.wait_for(timeout=LOAD_TIMEOUT_MS)
@@ -159,7 +193,7 @@ def test_the_search_finds_a_chapter(site, browser):
 
 
 def test_the_explorer_page_shows_the_widgets_stored_view_and_its_slider_moves_without_a_kernel(site, browser):
-    base, _ = site
+    base = site.base
     visit = Visit(browser, base + "book/", "notebooks/07_explore.html")
     page = visit.page
     step_label = page.locator("label", has_text="decoder step")
@@ -184,7 +218,7 @@ def test_the_explorer_page_shows_the_widgets_stored_view_and_its_slider_moves_wi
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_deck_starts_steps_and_carries_speaker_notes_offline(site, browser, chapter):
-    base, _ = site
+    base = site.base
     visit = Visit(browser, base + "slides/", f"{chapter}.slides.html")
     page = visit.page
     page.locator(".reveal.ready").wait_for(timeout=LOAD_TIMEOUT_MS)
@@ -201,7 +235,7 @@ def test_every_deck_starts_steps_and_carries_speaker_notes_offline(site, browser
 
 
 def test_the_deck_index_links_every_chapter(site, browser):
-    base, out = site
+    base, out = site.base, site.out
     visit = Visit(browser, base + "slides/", "index.html")
     links = visit.page.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     assert links == [f"{name}.slides.html" for name in CHAPTERS]
@@ -210,7 +244,7 @@ def test_the_deck_index_links_every_chapter(site, browser):
 
 
 def test_the_speaker_view_shows_the_slide_s_notes_offline(site, browser):
-    base, _ = site
+    base = site.base
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     problems = []
     context.on(
