@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attn_course.vendor import vendor, widget_fonts_beside
+from attn_course.vendor import BOOK, vendor, widget_fonts_beside
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_CONF = ROOT / "book"
@@ -23,7 +23,7 @@ BOOK_CONF = ROOT / "book"
 
 def build_book(out: Path) -> Path:
     """Sphinx + myst-nb over README, the chapters and the exercises, into `out`; returns its index page."""
-    assets = vendor(out.parent / (out.name + "-vendor"))
+    assets = vendor(out.parent / (out.name + "-vendor"), BOOK)
     env = {**os.environ, "ATTN_COURSE_VENDOR": str(assets)}
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(BOOK_CONF), "-W", "--keep-going", "-q"]
     command += ["-d", str(out.parent / (out.name + "-doctrees")), str(ROOT), str(out)]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from attn_course.vendor import vendor, widget_fonts_beside
+from attn_course.vendor import SLIDES, vendor, widget_fonts_beside
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDES_TEMPLATE = ROOT / "book" / "slides"
@@ -170,7 +170,7 @@ def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
     from traitlets.config import Config
 
     notebooks = notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
-    widget_fonts_beside(out, vendor(out))
+    widget_fonts_beside(out, vendor(out, SLIDES))
     shutil.copyfile(ROOT / "book" / "static" / "mathjax-widgets.js", out / "mathjax-widgets.js")
     config = Config()
     config.SlidesExporter.update(
@@ -188,21 +188,23 @@ def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
         exclude_output_prompt=True,
     )
     exporter = SlidesExporter(config=config)
-    decks = []
+    decks, titles = [], []
     for path in notebooks:
-        body, _ = exporter.from_notebook_node(slide_view(nbformat.read(path, as_version=4)))
+        nb = nbformat.read(path, as_version=4)
+        body, _ = exporter.from_notebook_node(slide_view(nb))
         deck = out / (path.stem + ".slides.html")
         deck.write_text(body, encoding="utf-8")
         decks.append(deck)
-    (out / "index.html").write_text(_deck_index(decks, notebooks), encoding="utf-8")
+        titles.append(_title(nb) or path.stem)
+    (out / "index.html").write_text(_deck_index(decks, titles), encoding="utf-8")
     return decks
 
 
-def _deck_index(decks: list[Path], notebooks: list[Path]) -> str:
-    items = []
-    for deck, path in zip(decks, notebooks, strict=True):
-        title = _title(nbformat.read(path, as_version=4)) or path.stem
-        items.append(f'<li><a href="{deck.name}">{html.escape(title)}</a></li>')
+def _deck_index(decks: list[Path], titles: list[str]) -> str:
+    items = [
+        f'<li><a href="{deck.name}">{html.escape(title)}</a></li>'
+        for deck, title in zip(decks, titles, strict=True)
+    ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<link rel="icon" href="data:,"><title>attn-course: lecture decks</title></head><body>'

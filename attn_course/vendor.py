@@ -35,34 +35,35 @@ class NpmPackage:
         return f"{self.name.lstrip('@').replace('/', '-')}-{self.version}.tgz"
 
 
-VENDOR = (
-    NpmPackage(
-        "mathjax",
-        "3.2.2",
-        "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
-        {"es5": "mathjax"},
-    ),
-    NpmPackage(
-        "requirejs",
-        "2.3.8",
-        "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw==",
-        {"require.js": "require.js"},
-    ),
-    # The embedder of ipywidgets 8 (ipywidgets._version.__html_manager_version__ is ^1.0.1), under the
-    # folder name its stylesheets use for their fonts (see widget_fonts_beside).
-    NpmPackage(
-        "@jupyter-widgets/html-manager",
-        "1.0.7",
-        "sha512-2xGwS7vVd2RGlKMiSqj1vYv2X59V73ygefUodhzy9Bho0mswWT/yo3Cg7MaYOqwozQjNo5k3rbJ3cETXWUwJ/g==",
-        {"dist": "@jupyter-widgets/html-manager/dist"},
-    ),
-    NpmPackage(
-        "reveal.js",
-        "4.6.0",
-        "sha512-QC80rYsZldAe95bW9VImucIPTjfsKhI0jRQrIOXU4P92ZyXb/dfw9L3EE96bN6i7UmeUl1qBieH4UNTr25erYw==",
-        {"dist": "reveal.js/dist", "plugin": "reveal.js/plugin"},
-    ),
+MATHJAX = NpmPackage(
+    "mathjax",
+    "3.2.2",
+    "sha512-Bt+SSVU8eBG27zChVewOicYs7Xsdt40qm4+UpHyX7k0/O9NliPc+x77k1/FEsPsjKPZGJvtRZM1vO+geW0OhGw==",
+    {"es5": "mathjax"},
 )
+REQUIREJS = NpmPackage(
+    "requirejs",
+    "2.3.8",
+    "sha512-7/cTSLOdYkNBNJcDMWf+luFvMriVm7eYxp4BcFCsAX0wF421Vyce5SXP17c+Jd5otXKGNehIonFlyQXSowL6Mw==",
+    {"require.js": "require.js"},
+)
+# The embedder of ipywidgets 8 (ipywidgets._version.__html_manager_version__ is ^1.0.1), under the
+# folder name its stylesheets use for their fonts (see widget_fonts_beside).
+HTML_MANAGER = NpmPackage(
+    "@jupyter-widgets/html-manager",
+    "1.0.7",
+    "sha512-2xGwS7vVd2RGlKMiSqj1vYv2X59V73ygefUodhzy9Bho0mswWT/yo3Cg7MaYOqwozQjNo5k3rbJ3cETXWUwJ/g==",
+    {"dist": "@jupyter-widgets/html-manager/dist"},
+)
+REVEAL = NpmPackage(
+    "reveal.js",
+    "4.6.0",
+    "sha512-QC80rYsZldAe95bW9VImucIPTjfsKhI0jRQrIOXU4P92ZyXb/dfw9L3EE96bN6i7UmeUl1qBieH4UNTr25erYw==",
+    {"dist": "reveal.js/dist", "plugin": "reveal.js/plugin"},
+)
+BOOK = (MATHJAX, REQUIREJS, HTML_MANAGER)  # what the book's pages load
+SLIDES = (*BOOK, REVEAL)  # what the decks load
+VENDOR = SLIDES  # every pinned package
 
 
 def sha512_integrity(path: Path) -> str:
