@@ -2,23 +2,27 @@
 
 A chapter that asserts something about a model it trained (a BLEU, an alignment error rate, a gap between
 two models) does it through `check`, which raises AssertionError when the value misses its bar and
-otherwise returns one line to print:
+otherwise returns the sentence a learner reads:
 
     print(claims.check("ch04.bleu_10_30", bleu_10_30))
-    # claim ch04.bleu_10_30 = <value> (bar >= 90): Bahdanau: ... | expected <min> to <max> over <N> runs
+    # Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 93.9 (other seeds and machines: 92.1 to 96.5)
 
 The bars were chosen from `make robustness` (`attn_course.robustness`), which runs every training chapter
-under several seeds, torch CPU kernels and thread counts, reads these lines back from the executed
-notebooks and writes the spread of every claim to results/robustness.json. A bar is set so that the
-*lowest* value over that matrix clears it with a margin; the "expected" range a chapter prints is the one
-measured there, so a learner can tell their own run from a broken one.
+under several seeds, torch CPU kernels and thread counts and writes the spread of every claim to
+results/robustness.json. A bar is set so that the *lowest* value over that matrix clears it with a margin;
+the range a chapter prints is the one measured there, so a learner can tell their own run from a broken
+one. The bar itself stays out of the sentence: it is the course's test, not part of the lesson (the
+appendix chapter, "How this course checks itself", explains it).
+
+`make robustness` reads the values back through a log: when the environment names a file in
+`ATTN_COURSE_CLAIMS_LOG`, `check` appends one JSON line {"key": ..., "value": ...} to it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +30,8 @@ from typing import Any
 #: Where `make robustness` writes the measured spread of every claim (committed).
 ROBUSTNESS_RESULTS = Path(__file__).resolve().parent.parent / "results" / "robustness.json"
 
-#: The line `check` returns, as `attn_course.robustness` reads it back from a notebook's output.
-LINE = re.compile(r"^claim (?P<key>[\w.]+) = (?P<value>[-+0-9.einfa]+) ", re.MULTILINE)
+#: Names the file `check` appends each checked value to (set by `make robustness` for each chapter run).
+LOG_VARIABLE = "ATTN_COURSE_CLAIMS_LOG"
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,6 @@ CLAIMS: dict[str, Claim] = _claims(
     Claim("ch10.relu_entropy_gap",
           "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0.05),
     # Chapter 11: a small Transformer beside Bahdanau's model, same data and training (trained there).
-    # Bars from results/robustness-ch11.json: 3 seeds x 3 CPU kernels, each bar well below the lowest run.
     Claim(
         "ch11.transformer_val_loss_ratio",
         "Transformer: validation loss after the first epoch / after the last",
@@ -194,9 +197,8 @@ CLAIMS: dict[str, Claim] = _claims(
     ),
     Claim(
         "ch11.bleu_gap",
-        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and budget): not more than "
-        "5 behind",
-        -5,
+        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and training budget)",
+        2,
     ),
     Claim(
         "ch11.speed_ratio_growth",
@@ -208,7 +210,7 @@ CLAIMS: dict[str, Claim] = _claims(
 
 
 def _format(value: float) -> str:
-    return f"{value:.4g}"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def measured(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any] | None:
@@ -222,16 +224,16 @@ def measured(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any] 
 
 
 def expected(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> str:
-    """The range a learner should expect for claim `key`, as measured by `make robustness` (or a note that
-    it has not been measured)."""
+    """Where other seeds and machines land for claim `key` ("other seeds and machines: 92.1 to 96.5"), or ""
+    when it has not been measured."""
     stats = measured(key, path)
     if stats is None:
-        return "not measured yet (make robustness)"
-    return f"expected {_format(stats['min'])} to {_format(stats['max'])} over {stats['runs']} runs"
+        return ""
+    return f"other seeds and machines: {_format(stats['min'])} to {_format(stats['max'])}"
 
 
 def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS) -> str:
-    """Assert that claim `key` holds for `value`; return the line a chapter prints (see the module doc).
+    """Assert that claim `key` holds for `value`; return the sentence a chapter prints (see the module doc).
 
     Raises KeyError for an unknown claim, AssertionError when the value misses its bar (NaN always does).
     """
@@ -239,17 +241,28 @@ def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS) -> str:
         raise KeyError(f"claim {key!r} is unknown; the claims are {sorted(CLAIMS)}")
     claim = CLAIMS[key]
     value = float(value)
-    line = (
-        f"claim {key} = {_format(value)} (bar {claim.relation} {_format(claim.bar)}): {claim.text} | "
-        f"{expected(key, path)}"
-    )
+    _log(key, value)
+    spread = expected(key, path)
+    sentence = f"{claim.text}: {_format(value)}" + (f" ({spread})" if spread else "")
     if not claim.holds(value):
         raise AssertionError(
-            f"{line}\nThe claim fails: {_format(value)} is not {claim.relation} {_format(claim.bar)}."
+            f"{sentence}\nThis result is wrong: claim {key} needs a value {claim.relation} "
+            f"{_format(claim.bar)}, got {_format(value)}."
         )
-    return line
+    return sentence
 
 
-def read_lines(text: str) -> dict[str, float]:
-    """The claims checked in a notebook's output text, {key: value}, as `check` printed them."""
-    return {match["key"]: float(match["value"]) for match in LINE.finditer(text)}
+def _log(key: str, value: float) -> None:
+    log = os.environ.get(LOG_VARIABLE)
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"key": key, "value": value}) + "\n")
+
+
+def read_log(path: str | Path) -> dict[str, float]:
+    """The claims `check` logged to `path`, {key: value} (the last value of a key wins); {} if no file."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    entries = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {entry["key"]: float(entry["value"]) for entry in entries}

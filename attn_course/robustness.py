@@ -17,7 +17,7 @@ whose environment sets
     ATTN_COURSE_ARTIFACTS  a folder of this (seed, kernel, threads) alone: chapter 4 reuses chapter 3's
                            model of the same run, never one trained under another kernel
 
-and reads back the lines `attn_course.claims.check` printed. A run that fails (an assert, a claim, a
+and reads back the values `attn_course.claims.check` logged (`ATTN_COURSE_CLAIMS_LOG`). A run that fails (an assert, a claim, a
 crash) is recorded with its error. The results, JSON and a Markdown table, give per claim its bar and the
 min / median / max over all runs, and the margin: how far the worst run is on the right side of the bar.
 """
@@ -45,7 +45,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from attn_course.claims import CLAIMS, Claim, read_lines
+from attn_course.claims import CLAIMS, LOG_VARIABLE, Claim, read_log
 from attn_course.runtime import ARTIFACTS_VARIABLE, SEED_VARIABLE
 from attn_course.study import load_results as load_study_results
 
@@ -116,16 +116,6 @@ def notebook(chapter: str) -> Path:
     return found[0]
 
 
-def _output_text(nb: nbformat.NotebookNode) -> str:
-    return "".join(
-        output.get("text", "")
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "stream"
-    )
-
-
 #: Run first in every kernel: what torch really uses there, recorded with the run.
 _PROBE = (
     "import json, torch\n"
@@ -150,9 +140,13 @@ def run_chapter(chapter: str, setting: Setting, artifacts: Path) -> dict[str, An
     client = NotebookClient(
         nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
+    artifacts.mkdir(parents=True, exist_ok=True)
+    log = artifacts / f"claims-ch{chapter}.jsonl"  # claims.check appends each value it checks
+    log.unlink(missing_ok=True)
+    env = setting.environment(artifacts) | {LOG_VARIABLE: str(log)}
     start, error = time.perf_counter(), None
     try:
-        client.execute(env=setting.environment(artifacts))
+        client.execute(env=env)
     except CellExecutionError as failure:
         error = f"{failure.ename}: {failure.evalue}"
     except Exception as failure:  # a dead kernel or a timeout is a failed run too
@@ -162,7 +156,7 @@ def run_chapter(chapter: str, setting: Setting, artifacts: Path) -> dict[str, An
         **asdict(setting),
         "seconds": time.perf_counter() - start,
         "actual": _probed(nb),
-        "claims": read_lines(_output_text(nb)),
+        "claims": read_log(log),
         "error": error,
     }
 
