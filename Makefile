@@ -16,7 +16,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb) $(wildcard exercises/*.ipynb) $(wildc
 THREADS ?= 1
 NBVAL_FLAGS := --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -p no:cacheprovider
 
-.PHONY: env lab test lint unit unit-slow notebooks portability robustness bench gpu-check book slides clean
+.PHONY: env lab test lint unit unit-slow notebooks portability robustness bench gpu-check book slides figures clean
 
 env: $(STAMP)
 
@@ -93,6 +93,10 @@ book: env
 
 slides: env
 	$(BIN)/python -m attn_course.slides build --out build/slides
+
+# The course's diagrams (notebooks/figures/*.svg), redrawn from notebooks/figures/draw.py.
+figures: env
+	$(BIN)/python notebooks/figures/draw.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache .hypothesis

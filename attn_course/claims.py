@@ -5,7 +5,8 @@ two models) does it through `check`, which raises AssertionError when the value 
 otherwise returns the sentence a learner reads:
 
     print(claims.check("ch04.bleu_10_30", bleu_10_30))
-    # Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 93.9 (other seeds and machines: 92.1 to 96.5)
+    # Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 93.9
+    #   (other seeds and machines: 92.3 to 95.6)
 
 The bars were chosen from `make robustness` (`attn_course.robustness`), which runs every training chapter
 under several seeds, torch CPU kernels and thread counts and writes the spread of every claim to
@@ -121,12 +122,15 @@ CLAIMS: dict[str, Claim] = _claims(
     # Chapter 5: local-p on the reversal task (trained in the chapter).
     Claim(
         "ch05.reversal_slope",
-        "local-p on reversal: slope of the window centre p_t against t",
+        "local-p on reversal: slope of the window centre p_t against the decoder step t (gold: -1)",
         -0.8,
         at_least=False,
     ),
     Claim(
-        "ch05.reversal_centre_error", "local-p on reversal: mean |p_t - gold position|", 2.5, at_least=False
+        "ch05.reversal_centre_error",
+        "local-p on reversal: mean distance of the window centre p_t from the gold source position",
+        2.5,
+        at_least=False,
     ),
     # Chapter 6: decoding.
     Claim(
@@ -161,49 +165,60 @@ CLAIMS: dict[str, Claim] = _claims(
     # Chapter 9: training dynamics on the reversal task (attn_course.dynamics, trained in the chapter).
     Claim(
         "ch09.exposure_gap",
-        "teacher forcing: test next-word accuracy, reference fed minus own words fed",
+        "Next-word accuracy on the test set, reference fed minus the model's own words fed (teacher-forced "
+        "model)",
         0.02,
     ),
-    Claim("ch09.norm_growth", "no clipping: mean gradient norm of the last epoch / of the first", 2),
-    Claim("ch09.clipped_share", "clipped at 1: share of the updates whose gradient norm exceeded 1", 0.2),
-    Claim("ch09.warmup_slow_start", "lr 0.02: mean loss of the first 40 updates, warm-up minus none", 0.05),
-    Claim("ch09.entropy_hot", "normalised test attention entropy, trained at tau 4 minus at tau 1", 0.05),
-    Claim("ch09.entropy_cold", "normalised test attention entropy, trained at tau 1 minus at tau 0.25", 0.0),
+    Claim("ch09.norm_growth", "Mean gradient norm without clipping, last epoch over first epoch", 2),
+    Claim("ch09.clipped_share",
+          "Share of the baseline's updates whose gradient norm exceeded 1 (clipped)", 0.2),
+    Claim("ch09.warmup_slow_start",
+          "Mean training loss of the first 40 updates at rate 0.02, with a 30-update warm-up minus without",
+          0.05),
+    Claim("ch09.entropy_hot",
+          "Normalised attention entropy on the test set, trained at tau 4 minus at tau 1", 0.05),
+    Claim("ch09.entropy_cold",
+          "Normalised attention entropy on the test set, trained at tau 1 minus at tau 0.25", 0.0),
     # Chapter 10: diagnosing attention (small Bahdanau models trained in the chapter).
-    Claim("ch10.final_entropy", "healthy model: mean normalised entropy of the test attention after training",
+    Claim("ch10.final_entropy",
+          "Healthy model after training: mean normalised entropy of its attention on the test sentences",
           0.6, at_least=False),
-    Claim("ch10.healthy_concentration", "healthy model: mean concentration of the test attention", 0.5,
+    Claim("ch10.healthy_concentration",
+          "Healthy model: mean concentration of its attention on the test sentences", 0.5, at_least=False),
+    Claim("ch10.broken_bleu_gap",
+          "BLEU of the healthy model minus that of the better broken one (frozen or lazy)", 10),
+    Claim("ch10.healthy_lazy_sentences",
+          "Healthy model: share of the test sentences whose concentration is 0.6 or more", 0.12,
           at_least=False),
-    Claim("ch10.broken_bleu_gap", "BLEU of the healthy model minus the better of the frozen and lazy ones",
-          10),
-    Claim("ch10.healthy_lazy_sentences", "healthy model: share of test sentences of concentration >= 0.6",
-          0.12, at_least=False),
-    Claim("ch10.activation_max_entropy", "tanh and ReLU scores over three seeds: largest final mean entropy",
-          0.6, at_least=False),
-    Claim("ch10.relu_bleu_gain", "BLEU of the ReLU score minus the tanh score, mean over three seeds", -2),
+    Claim("ch10.activation_max_entropy",
+          "Highest mean normalised entropy after training among the tanh and ReLU models of three seeds", 0.6,
+          at_least=False),
+    Claim("ch10.relu_bleu_gain",
+          "BLEU of the ReLU score minus BLEU of the tanh score, averaged over three seeds", -2),
     Claim("ch10.relu_entropy_gap",
-          "final mean entropy of the tanh score minus the ReLU score, mean over three seeds", 0.05),
+          "Mean normalised entropy of the tanh score minus that of the ReLU score, averaged over three seeds",
+          0.05),
     # Chapter 11: a small Transformer beside Bahdanau's model, same data and training (trained there).
     Claim(
         "ch11.transformer_val_loss_ratio",
-        "Transformer: validation loss after the first epoch / after the last",
+        "Transformer: validation loss after the first epoch, divided by the loss after the last",
         3,
     ),
-    Claim("ch11.transformer_bleu", "Transformer: corpus BLEU of greedy translations of the test set", 50),
+    Claim("ch11.transformer_bleu", "Transformer: BLEU of its greedy translations of the test set", 50),
     Claim(
         "ch11.bahdanau_bleu",
-        "chapter 11's Bahdanau model: corpus BLEU of greedy translations of the test set",
+        "Bahdanau's model, same data and training budget: BLEU of its greedy translations of the test set",
         30,
     ),
     Claim(
         "ch11.bleu_gap",
-        "test-set BLEU, Transformer minus chapter 11's Bahdanau model (same data and training budget)",
+        "the Transformer's lead over Bahdanau's model in test-set BLEU",
         2,
     ),
     Claim(
         "ch11.speed_ratio_growth",
-        "training-step time Bahdanau / Transformer on 21-30-token sentences, divided by the same ratio on "
-        "3-6 tokens",
+        "how many times larger the step-time ratio Bahdanau / Transformer is on 21-30-token sentences "
+        "than on 3-6-token ones",
         1.1,
     ),
 )
@@ -229,7 +244,10 @@ def expected(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> str:
     stats = measured(key, path)
     if stats is None:
         return ""
-    return f"other seeds and machines: {_format(stats['min'])} to {_format(stats['max'])}"
+    low, high = _format(stats["min"]), _format(stats["max"])
+    if low == high:
+        return "the same on other seeds and machines"
+    return f"other seeds and machines: {low} to {high}"
 
 
 def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS) -> str:

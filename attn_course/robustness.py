@@ -17,9 +17,10 @@ whose environment sets
     ATTN_COURSE_ARTIFACTS  a folder of this (seed, kernel, threads) alone: chapter 4 reuses chapter 3's
                            model of the same run, never one trained under another kernel
 
-and reads back the values `attn_course.claims.check` logged (`ATTN_COURSE_CLAIMS_LOG`). A run that fails (an assert, a claim, a
-crash) is recorded with its error. The results, JSON and a Markdown table, give per claim its bar and the
-min / median / max over all runs, and the margin: how far the worst run is on the right side of the bar.
+and reads back the values `attn_course.claims.check` logged (`ATTN_COURSE_CLAIMS_LOG`). A run that fails
+(an assert, a claim, a crash) is recorded with its error. The results, JSON and a Markdown table, give
+per claim its bar and the min / median / max over all runs, and the margin: how far the worst run is on
+the right side of the bar.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def test_check_returns_a_sentence_with_the_value_and_no_harness_words(tmp_path):
     results.write_text(json.dumps({"claims": {"ch04.bleu_10_30": {"min": 91.04, "max": 96.5, "runs": 30}}}))
     sentence = claims.check("ch04.bleu_10_30", 92.3456, path=results)
     assert sentence == (
-        "Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 92.3 (other seeds and machines: 91 to 96.5)"
+        "Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 92.3"
+        " (other seeds and machines: 91 to 96.5)"
     )
     assert not re.search(r"\b(claim|bar|runs?|expected|kernels?|threads?)\b", sentence)
 
