@@ -1,9 +1,11 @@
 """`make slides`: a reveal.js lecture deck per chapter, from the notebooks' stored outputs.
 
 nbconvert's reveal.js exporter with the template in `book/slides/`, applied to `slide_view(chapter)`: the
-chapter's own cells under their `slideshow` metadata (committed in the notebooks; `annotate_slides` gives a
-cell without one its default), narrative prose moved into speaker notes, long outputs trimmed. Every script
-and font comes from the build (`attn_course.vendor`), so the decks run offline.
+chapter as the book shows it (`attn_course.book.reading_view`), its cells under their `slideshow` metadata
+(committed in the notebooks; `annotate_slides` gives a cell without one its default), narrative prose moved
+into speaker notes, long outputs trimmed. The images its markdown names (e.g. `figures/*.svg`) are copied
+beside the decks at the same relative path. Every script and font comes from the build
+(`attn_course.vendor`), so the decks run offline.
 
     python -m attn_course.slides build --out build/slides
     python -m attn_course.slides annotate notebooks/*.ipynb
@@ -12,7 +14,6 @@ and font comes from the build (`attn_course.vendor`), so the decks run offline.
 from __future__ import annotations
 
 import argparse
-import copy
 import html
 import json
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 
+from attn_course.book import HIDE_INPUT, reading_view
 from attn_course.vendor import SLIDES, vendor, widget_fonts_beside
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +80,6 @@ def annotate_file(path: Path) -> int:
 
 MAX_OUTPUT_LINES = 12
 KEPT_OUTPUT_LINES = 8
-NBVAL_MARK = re.compile(r"^\s*# NBVAL_\w+\s*\n", re.MULTILINE)
 
 
 def split_prose(markdown: str) -> tuple[str, str]:
@@ -134,8 +135,8 @@ def trim_text(text: str, limit: int = MAX_OUTPUT_LINES, keep: int = KEPT_OUTPUT_
 
 
 def slide_view(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of a chapter as its deck shows it: prose in speaker notes, outputs trimmed, NBVAL marks gone."""
-    deck = copy.deepcopy(nb)
+    """A copy of a chapter as its deck shows it: `reading_view`, prose in speaker notes, outputs trimmed."""
+    deck = reading_view(nb)
     annotate_slides(deck)
     cells = []
     for cell in deck.cells:
@@ -149,7 +150,6 @@ def slide_view(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 cells.append(nbformat.v4.new_markdown_cell(notes, metadata=notes_metadata))
             continue
         if cell.cell_type == "code":
-            cell.source = NBVAL_MARK.sub("", cell.source)
             for output in cell.get("outputs", []):
                 _trim_output(output)
         cells.append(cell)
@@ -165,13 +165,40 @@ def _trim_output(output: dict) -> None:
 
 
 def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
-    """A reveal.js deck per chapter in `out`, assets and an index page beside them; returns the decks."""
+    """A reveal.js deck per chapter in `out`, assets and an index page beside them; returns the decks.
+
+    The chapters are every `notebooks/*.ipynb`, in the order of their names, unless `notebooks` says.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    widget_fonts_beside(out, vendor(out, SLIDES))
+    return write_decks(out, notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")))
+
+
+def write_decks(out: Path, notebooks: list[Path]) -> list[Path]:
+    """The decks of `notebooks`, the images they show and the index page, into `out`; returns the decks.
+
+    The scripts they load are `build_slides`' job (a deck opened without them shows no slides).
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "book" / "static" / "mathjax-startup.js", out / "mathjax-startup.js")
+    exporter = _exporter()
+    decks, titles = [], []
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        copy_images(nb, path.parent, out)
+        body, _ = exporter.from_notebook_node(slide_view(nb))
+        deck = out / (path.stem + ".slides.html")
+        deck.write_text(body, encoding="utf-8")
+        decks.append(deck)
+        titles.append(_title(nb) or path.stem)
+    (out / "index.html").write_text(_deck_index(decks, titles), encoding="utf-8")
+    return decks
+
+
+def _exporter():
     from nbconvert import SlidesExporter
     from traitlets.config import Config
 
-    notebooks = notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
-    widget_fonts_beside(out, vendor(out, SLIDES))
-    shutil.copyfile(ROOT / "book" / "static" / "mathjax-widgets.js", out / "mathjax-widgets.js")
     config = Config()
     config.SlidesExporter.update(
         extra_template_basedirs=[str(SLIDES_TEMPLATE.parent)],
@@ -187,17 +214,52 @@ def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
         exclude_input_prompt=True,
         exclude_output_prompt=True,
     )
-    exporter = SlidesExporter(config=config)
-    decks, titles = [], []
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        body, _ = exporter.from_notebook_node(slide_view(nb))
-        deck = out / (path.stem + ".slides.html")
-        deck.write_text(body, encoding="utf-8")
-        decks.append(deck)
-        titles.append(_title(nb) or path.stem)
-    (out / "index.html").write_text(_deck_index(decks, titles), encoding="utf-8")
-    return decks
+    # The cell tags the book honours (myst-nb's), honoured in the decks too.
+    config.TagRemovePreprocessor.update(
+        enabled=True,
+        remove_input_tags={HIDE_INPUT},
+        remove_all_outputs_tags={"remove-output"},
+        remove_cell_tags={"remove-cell"},
+    )
+    return SlidesExporter(config=config)
+
+
+IMG_SRC = re.compile(r"<img\b[^>]*?\bsrc=[\"']([^\"']+)[\"']", re.IGNORECASE)
+REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//|#)", re.IGNORECASE)  # http:, data:, attachment:, ...
+
+
+def local_images(markdown: str) -> list[str]:
+    """The image files a markdown cell shows, as written: `![alt](figures/x.svg)` or `<img src=...>`."""
+    from markdown_it import MarkdownIt
+
+    sources = []
+    for token in MarkdownIt("commonmark").parse(markdown):
+        for child in token.children or []:
+            if child.type == "image":
+                sources.append(child.attrGet("src"))
+        if token.type in ("html_block", "inline"):
+            sources += IMG_SRC.findall(token.content)
+    return [src for src in sources if src and not REMOTE.match(src)]
+
+
+def copy_images(nb: nbformat.NotebookNode, folder: Path, out: Path) -> None:
+    """Copy the images the markdown of `nb` (a notebook in `folder`) shows to the same relative path in `out`.
+
+    A deck lies in `out` as its notebook lies in `folder`, so its relative image paths then resolve.
+    """
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for src in local_images(cell.source):
+            relative = Path(src.split("?")[0].split("#")[0])
+            image = (folder / relative).resolve()
+            if relative.is_absolute() or not image.is_relative_to(folder.resolve()):
+                raise ValueError(f"image {src!r}: expected a path inside the notebook's folder {folder}")
+            if not image.is_file():
+                raise FileNotFoundError(f"image {src!r}: no file {image}")
+            target = out / image.relative_to(folder.resolve())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(image, target)
 
 
 def _deck_index(decks: list[Path], titles: list[str]) -> str:

@@ -9,6 +9,8 @@ offline, from a file or any static server. Build it with `make book` (attn_cours
 import os
 from pathlib import Path
 
+from attn_course.book import read_for_book
+
 project = "attn-course"
 author = "the attn-course authors"
 copyright = "attn-course"
@@ -32,7 +34,10 @@ BUILD = Path(__file__).resolve().parents[1] / "build"
 VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", BUILD / "book-vendor"))
 html_static_path = [str(VENDOR), "static"]
 mathjax_path = "mathjax/tex-chtml.js"
-html_js_files = [("mathjax-widgets.js", {"priority": 510})]
+# Loaded after the page's MathJax configuration and before MathJax itself (see the file).
+html_js_files = [("mathjax-startup.js", {"priority": 510})]
+# Code wraps at the column's edge, display math fits its column (mathjax-startup.js scales a wide one).
+html_css_files = ["course.css"]
 # The widgets' embedder, on the pages whose notebook stored widget state. A widget module it does not bundle
 # would be fetched from the CDN named here; the course's widgets are all ipywidgets' own controls, which it
 # bundles, so none is (the browser test fails on any request that leaves the book). It loads its fonts from
@@ -52,3 +57,9 @@ html_theme_options = {
     "use_download_button": True,
 }
 html_last_updated_fmt = None
+
+
+def setup(app):
+    # Each notebook is read as attn_course.book.reading_view shows it: no `# NBVAL_...` lines, and a
+    # chapter's set-up cell (imports, seeding) with its output only.
+    app.connect("source-read", read_for_book)

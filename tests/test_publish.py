@@ -1,4 +1,5 @@
-"""The book and the decks without a browser: slide metadata, a chapter's slide view, the vendored assets.
+"""The book and the decks without a browser: what a page shows of a notebook, slide metadata, a chapter's
+slide view, the images beside the decks, the vendored assets, and the book built from a fixture course.
 
 tests/test_publish_browser.py builds both and opens every page in headless Chromium.
 """
@@ -12,12 +13,14 @@ import tarfile
 from pathlib import Path
 
 import nbformat
+import publish_fixture
 import pytest
 
-from attn_course import slides, vendor
+from attn_course import book, slides, vendor
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
 
 
@@ -29,6 +32,82 @@ def code(source: str, outputs: list | None = None) -> dict:
     cell = nbformat.v4.new_code_cell(source)
     cell.outputs = outputs or []
     return cell
+
+
+# ------------------------------------------------------------------------- what a page shows of a notebook
+
+
+def tags(cell: dict) -> list[str]:
+    return cell.metadata.get("tags", [])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        publish_fixture.SET_UP,
+        "import torch\nfrom torch import nn",
+        "import torch\n\nSEED = course_seed()\nseed_everything(SEED)\natol = 1e-5 if cpu else 1e-3",
+    ],
+)
+def test_imports_then_seeding_make_a_set_up_cell(source):
+    assert book.is_set_up_cell(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = torch.ones(3)",  # no import
+        "import torch\n\ndef f(x):\n    return x",  # a definition teaches
+        "import torch\n\nfor i in range(3):\n    print(i)",
+        "import pandas as pd\n\nresults = load()\nprint(len(results))",  # loads and shows results: no seeding
+        "%matplotlib inline\nimport torch",  # IPython syntax
+    ],
+)
+def test_a_cell_that_does_more_than_set_up_is_not_a_set_up_cell(source):
+    assert not book.is_set_up_cell(source)
+
+
+def test_reading_view_drops_nbval_lines_and_hides_only_the_set_up_cell_s_input():
+    checked = code("x = 1\n  # NBVAL_IGNORE_OUTPUT\nprint(x)")
+    nb = nbformat.v4.new_notebook(
+        cells=[markdown("# Chapter"), code(publish_fixture.SET_UP), code(publish_fixture.CHECKED), checked]
+    )
+    nb.cells.append(code("import torch\nseed_everything(1)"))  # a later import cell stays shown
+    view = book.reading_view(nb)
+    assert tags(view.cells[1]) == ["remove-input"]
+    assert [tags(cell) for cell in view.cells[2:]] == [[], [], []]
+    assert view.cells[2].source == 'print("checked:", 1 + 1)'
+    assert view.cells[3].source == "x = 1\nprint(x)"
+    assert "NBVAL" in nb.cells[2].source and "tags" not in nb.cells[1].metadata  # the notebook is untouched
+    exercise = book.reading_view(nb, chapter=False)
+    assert tags(exercise.cells[1]) == [] and "NBVAL" not in exercise.cells[2].source
+
+
+def test_a_first_code_cell_that_teaches_stays_shown():
+    teaching = code("import torch\n\ndef f(x):\n    return x")
+    nb = nbformat.v4.new_notebook(cells=[teaching, code("import math")])
+    assert [tags(cell) for cell in book.reading_view(nb).cells] == [[], []]
+
+
+@pytest.mark.parametrize("path", CHAPTERS + EXERCISES, ids=lambda path: path.stem)
+def test_no_page_shows_an_nbval_line_and_a_chapter_s_set_up_imports_are_hidden(path):
+    chapter = path.parent.name == "notebooks"
+    view = book.reading_view(nbformat.read(path, as_version=4), chapter=chapter)
+    cells = [cell for cell in view.cells if cell.cell_type == "code"]
+    assert not [cell.source for cell in cells if "NBVAL" in cell.source]
+    hidden = [i for i, cell in enumerate(cells) if "remove-input" in tags(cell)]
+    first_sets_up = book.is_set_up_cell(cells[0].source) if cells else False
+    assert hidden == ([0] if chapter and first_sets_up else []), f"{path.name}: input hidden in {hidden}"
+
+
+def test_the_chapters_that_open_with_imports_and_seeding_hide_them():
+    first_cells = {
+        path.stem: next(cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+        for path in CHAPTERS
+    }
+    seeded = [name for name, cell in first_cells.items() if "seed_everything(" in cell.source]
+    assert len(seeded) >= 12, seeded
+    assert all(book.is_set_up_cell(first_cells[name].source) for name in seeded)
 
 
 # ----------------------------------------------------------------------------------------- slide metadata
@@ -170,6 +249,64 @@ def test_every_chapter_deck_has_speaker_notes_and_no_long_output(path):
             text = output.get("text") or output.get("data", {}).get("text/plain", "")
             if output.get("output_type") == "stream" or len(output.get("data", {})) == 1:
                 assert len(text.splitlines()) <= slides.MAX_OUTPUT_LINES, f"{path.name}: an untrimmed output"
+
+
+# ------------------------------------------------------------------------------ the fixture course's pages
+
+
+def test_the_images_a_cell_shows_from_files_are_found_and_remote_ones_left_alone():
+    source = (
+        "![a](figures/a.svg) and `![not](code.svg)`\n\n<img src='figures/b.svg' width=200>\n\n"
+        "![web](https://example.org/c.png) ![inline](data:image/png;base64,AAAA) ![att](attachment:d.png)"
+    )
+    assert slides.local_images(source) == ["figures/a.svg", "figures/b.svg"]
+
+
+def test_an_image_missing_or_outside_the_notebook_s_folder_stops_the_deck_build(tmp_path):
+    missing = nbformat.v4.new_notebook(cells=[markdown("![a](figures/missing.svg)")])
+    with pytest.raises(FileNotFoundError, match=r"image 'figures/missing.svg': no file .*missing\.svg"):
+        slides.copy_images(missing, tmp_path, tmp_path / "out")
+    outside = nbformat.v4.new_notebook(cells=[markdown("![a](../elsewhere.svg)")])
+    with pytest.raises(ValueError, match=r"image '../elsewhere.svg': expected a path inside the notebook's"):
+        slides.copy_images(outside, tmp_path, tmp_path / "out")
+
+
+@pytest.fixture(scope="module")
+def fixture_course(tmp_path_factory) -> list[Path]:
+    return publish_fixture.write_course(tmp_path_factory.mktemp("course"))
+
+
+def test_a_deck_shows_its_figures_and_every_chapter_but_no_nbval_line_or_set_up(fixture_course, tmp_path):
+    decks = slides.write_decks(tmp_path, fixture_course)
+    assert [deck.name for deck in decks] == ["01_fixture.slides.html", "12_appendix.slides.html"]
+    html = decks[0].read_text(encoding="utf-8")
+    assert f'src="{publish_fixture.FIGURE}"' in html
+    assert (tmp_path / publish_fixture.FIGURE).read_text(encoding="utf-8") == publish_fixture.SVG
+    assert "NBVAL" not in html and "checked" in html
+    assert "seed_everything" not in html  # the set-up cell is skipped
+    assert '"12_appendix.slides.html"' in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow  # Sphinx in a subprocess, about 10 s of CPU
+def test_the_book_shows_figures_and_the_appendix_but_no_nbval_line_or_set_up(fixture_course, tmp_path):
+    source = fixture_course[0].parents[1]
+    (tmp_path / "assets").mkdir()
+    book.run_sphinx(source, tmp_path / "book", tmp_path / "assets")
+    page = (tmp_path / "book" / "notebooks" / "01_fixture.html").read_text(encoding="utf-8")
+    assert "NBVAL" not in page and "checked" in page
+    cell_start = r'<div class="cell[ "]'
+    cells = re.findall(cell_start + rf".*?(?={cell_start}|<section|</section>)", page, re.DOTALL)
+    set_up = cells[0]
+    assert "tag_remove-input" in set_up and "cell_input" not in set_up and "device: cpu" in set_up
+    assert "seed_everything" not in page
+    assert all("cell_input" in cell for cell in cells[1:]), "only the set-up cell's input is hidden"
+    images = re.findall(r'<img[^>]*src="([^"]+)"', page)
+    svg = [src for src in images if src.endswith("fixture_diagram.svg")]
+    assert svg, images
+    copied = (tmp_path / "book" / "notebooks" / svg[0]).resolve()
+    assert copied.read_text(encoding="utf-8") == publish_fixture.SVG
+    index = (tmp_path / "book" / "book" / "index.html").read_text(encoding="utf-8")
+    assert index.index("01_fixture.html") < index.index("12_appendix.html")
 
 
 # ----------------------------------------------------------------------------------------- vendored assets

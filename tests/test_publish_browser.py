@@ -7,7 +7,10 @@ opened; each must load with no console error, no uncaught exception, no failed o
 request to anything but that server; its math must be typeset by MathJax without a TeX error. The book's
 table of contents lists every chapter and exercise, its search finds a chapter, and the explorer's page shows
 the widgets' stored view, whose slider moves without a kernel. A deck starts, steps to its next slide and
-carries speaker notes. Screenshots of every page and deck land under artifacts/test_publish/ (git-ignored).
+carries speaker notes. Every page and every slide reads clean: no code cell shows an `NBVAL` line, no display
+equation is wider than its column, no code line runs past its block's edge and every image loads; a fixture
+course (tests/publish_fixture.py) proves it on an equation too wide to fit unscaled and an SVG figure.
+Screenshots of every page and deck land under artifacts/test_publish/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import chromium
+import publish_fixture
 import pytest
 
-from attn_course import vendor
+from attn_course import book, slides, vendor
 
 pytestmark = [pytest.mark.slow, chromium.needs_chromium]
 
@@ -34,6 +38,48 @@ ARTIFACTS = chromium.ARTIFACTS / "test_publish"
 CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
 EXERCISES = sorted(path.stem for path in (ROOT / "exercises").glob("*.ipynb"))
 LOAD_TIMEOUT_MS = 60_000
+
+# What a reader would see go wrong on a page or a slide (`root`): a list of sentences, empty when none.
+READING_PROBLEMS_JS = """async (root) => {
+  root = root || document;
+  const problems = [];
+  const images = [...root.querySelectorAll("img")];
+  await Promise.all(images.map(img => img.complete ? null
+    : new Promise(done => { img.addEventListener("load", done); img.addEventListener("error", done); })));
+  for (const img of images)
+    if (img.naturalWidth === 0) problems.push(`image did not load: ${img.getAttribute("src")}`);
+  for (const cell of root.querySelectorAll("div.cell, .jp-CodeCell"))
+    if (cell.innerText.includes("NBVAL")) problems.push(`NBVAL shows: ${cell.innerText.slice(0, 70)}`);
+  for (const box of root.querySelectorAll('mjx-container[display="true"]')) {
+    if (box.offsetParent === null) continue;  // not shown (a deck's other slides)
+    const column = box.parentElement.clientWidth, text = box.textContent.slice(0, 60);
+    if (box.scrollWidth > box.clientWidth + 1 || box.offsetWidth > column + 1)
+      problems.push(`equation ${box.scrollWidth}px wide in a ${column}px column: ${text}`);
+  }
+  for (const pre of root.querySelectorAll("div.cell pre, .jp-Cell pre"))
+    if (pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
+      problems.push(`code runs past its block's edge: ${pre.innerText.slice(0, 60)}`);
+  return problems;
+}"""
+
+# The reading problems of every slide of a deck, each shown in turn; the deck is left on its first slide.
+DECK_READING_PROBLEMS_JS = (
+    """async () => {
+  const Reveal = await new Promise(done => require(["reveal.js/dist/reveal.js"], done));
+  const readingProblems = """
+    + READING_PROBLEMS_JS
+    + """;
+  const problems = [];
+  for (const slide of Reveal.getSlides()) {
+    const {h, v} = Reveal.getIndices(slide);
+    Reveal.slide(h, v);
+    await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+    for (const problem of await readingProblems(slide)) problems.push(`slide ${h}/${v}: ${problem}`);
+  }
+  Reveal.slide(0, 0);
+  return problems;
+}"""
+)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -121,6 +167,14 @@ class Visit:
         assert self.page.locator("mjx-merror, mjx-container [data-mjx-error]").count() == 0, "a TeX error"
         return self.page.locator("mjx-container").count()
 
+    def read(self) -> None:
+        """Record what a reader would see go wrong on the page (typeset it first): READING_PROBLEMS_JS."""
+        self.problems += self.page.evaluate(READING_PROBLEMS_JS)
+
+    def read_deck(self) -> None:
+        """Record the reading problems of every slide of a started deck (typeset it first)."""
+        self.problems += self.page.evaluate(DECK_READING_PROBLEMS_JS)
+
     def finish(self, screenshot: str) -> None:
         self.page.wait_for_timeout(300)  # late console messages (widgets render after the load event)
         self.page.screenshot(path=str(ARTIFACTS / screenshot))
@@ -163,6 +217,7 @@ def test_every_book_page_loads_offline_without_errors_with_its_math_typeset(site
     for page in book_pages(out / "book"):
         visit = Visit(browser, base + "book/", page)
         typeset[page] = visit.typeset()
+        visit.read()
         visit.finish(f"book_{page.replace('/', '_').removesuffix('.html')}.png")
     assert typeset["notebooks/01_masked_softmax.html"] >= 10
     assert all(typeset[f"notebooks/{name}.html"] > 0 for name in CHAPTERS if name != "00_data"), typeset
@@ -223,6 +278,8 @@ def test_every_deck_starts_steps_and_carries_speaker_notes_offline(site, browser
     page = visit.page
     page.locator(".reveal.ready").wait_for(timeout=LOAD_TIMEOUT_MS)
     visit.typeset()
+    visit.read_deck()
+    page.wait_for_function("() => location.hash === '#/' || location.hash === ''", timeout=LOAD_TIMEOUT_MS)
     slides_count = page.locator(".reveal .slides > section").count()
     assert slides_count >= 3, f"{chapter}: {slides_count} slides"
     assert page.locator(".reveal aside.notes").count() >= 3, f"{chapter}: no speaker notes"
@@ -249,9 +306,11 @@ def test_the_speaker_view_shows_the_slide_s_notes_offline(site, browser):
     problems = []
     context.on(
         "request",
-        lambda request: problems.append(request.url)
-        if not request.url.startswith((base, "data:", "blob:", "about:"))
-        else None,
+        lambda request: (
+            problems.append(request.url)
+            if not request.url.startswith((base, "data:", "blob:", "about:"))
+            else None
+        ),
     )
     page = context.new_page()
     page.goto(base + "slides/04_bahdanau_attention.slides.html#/1", wait_until="networkidle")
@@ -270,3 +329,42 @@ def test_the_speaker_view_shows_the_slide_s_notes_offline(site, browser):
     speaker.screenshot(path=str(ARTIFACTS / "slides_speaker_view.png"))
     context.close()
     assert not problems, problems
+
+
+@pytest.fixture(scope="module")
+def fixture_site(tmp_path_factory):
+    """The fixture course's book and decks (a too-wide equation, an SVG figure), served on 127.0.0.1."""
+    out = tmp_path_factory.mktemp("fixture")
+    notebooks = publish_fixture.write_course(out / "course")
+    book.run_sphinx(out / "course", out / "book", vendor.vendor(out / "book-vendor", vendor.BOOK))
+    slides.build_slides(out / "slides", notebooks)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=out))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+    thread.join()
+
+
+def test_a_too_wide_equation_is_scaled_to_its_column_and_a_figure_loads_in_the_book(fixture_site, browser):
+    visit = Visit(browser, fixture_site + "book/", "notebooks/01_fixture.html")
+    visit.typeset()
+    visit.read()
+    equation = visit.page.locator('mjx-container[display="true"]').first
+    scale = equation.evaluate("box => box.firstElementChild.style.fontSize")
+    assert scale and 60 <= float(scale.rstrip("%")) < 100, f"the equation was not scaled to fit: {scale!r}"
+    figure = visit.page.locator("img[src$='fixture_diagram.svg']")
+    assert figure.evaluate("img => img.naturalWidth") > 0
+    assert "weight_29" in visit.page.locator("div.cell").nth(2).inner_text()  # the long line, shown in full
+    equation.scroll_into_view_if_needed()
+    visit.finish("fixture_book.png")
+
+
+def test_a_too_wide_equation_and_a_figure_read_clean_on_every_slide_of_a_deck(fixture_site, browser):
+    visit = Visit(browser, fixture_site + "slides/", "01_fixture.slides.html")
+    visit.page.locator(".reveal.ready").wait_for(timeout=LOAD_TIMEOUT_MS)
+    visit.typeset()
+    visit.read_deck()
+    assert visit.page.locator("img[src='figures/fixture_diagram.svg']").count() == 1
+    visit.page.keyboard.press("ArrowRight")
+    visit.finish("fixture_deck.png")
