@@ -12,6 +12,12 @@ the module: a Memory is a plain value, so its correctness never depends on the o
 Shapes: queries (batch_size, num_queries, query_size), keys (batch_size, num_keys, key_size),
 values (batch_size, num_keys, value_size), valid_lens None | (batch_size,) | (batch_size, num_queries)
 integer; context (batch_size, num_queries, value_size), weights (batch_size, num_queries, num_keys).
+
+Attention dropout (`dropout`, a probability p in [0, 1), 0 by default): in training mode each weight of
+the masked softmax is zeroed with probability p and the others are divided by 1 - p before they weight
+the values, as in nn.MultiheadAttention and d2l's layers; in evaluation mode nothing changes. Masked
+positions stay exactly 0. The weights a layer returns are the ones before dropout: what the model meant
+to look at, which is what a heatmap or `attn_course.diagnostics` should read.
 """
 
 from __future__ import annotations
@@ -26,7 +32,13 @@ from torch.nn import functional as F
 from attn_course import fast
 from attn_course.masking import masked_softmax_unchecked
 from attn_course.scoring import additive_scores, check_activation, dot_scores, location_scores
-from attn_course.validation import check_floating, check_positive_int, check_shape, check_valid_lens
+from attn_course.validation import (
+    check_floating,
+    check_positive_int,
+    check_probability,
+    check_shape,
+    check_valid_lens,
+)
 
 LUONG_SCORES = ("dot", "general", "concat", "location")
 
@@ -54,7 +66,8 @@ class _Attention(nn.Module, ABC):
     def __init__(self, dropout: float, query_size: int | None, key_size: int | None) -> None:
         super().__init__()
         self.query_size, self.key_size = query_size, key_size
-        self.dropout = nn.Dropout(dropout)
+        #: Attention dropout on the weights (see the module doc); active in training mode only.
+        self.dropout = nn.Dropout(check_probability("dropout", dropout, allow_one=False))
         self.attention_weights: torch.Tensor | None = None
         #: Softmax temperature tau: scores are divided by it before the masked softmax (None: not at all,
         #: the same as 1). Below 1 the weights sharpen, above 1 they spread; the decoders set it from
@@ -101,8 +114,8 @@ class _Attention(nn.Module, ABC):
         queries: (batch_size, num_queries, query_size), num_queries >= 1 (1 for one decoder step,
             all target steps at once for a parallel Luong decoder);
         memory: from `prepare` on the same batch; its valid_lens (batch_size,) serves any num_queries.
-        Returns: context (batch_size, num_queries, value_size) = dropout(weights) @ values, and the
-            weights (batch_size, num_queries, num_keys) before dropout.
+        Returns: context (batch_size, num_queries, value_size) = dropout(weights) @ values (dropout acts
+            in training mode only), and the weights (batch_size, num_queries, num_keys) before dropout.
         """
         return self._attend(queries, memory, lens_name="memory.valid_lens")
 

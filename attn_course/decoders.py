@@ -69,6 +69,11 @@ def _temperature(value: float | None) -> float | None:
     return None if value is None else check_number("attention_temperature", value, low=0, low_open=True)
 
 
+def _attention_dropout(value: float) -> float:
+    """attention_dropout p, checked: a probability in [0, 1) of dropping each attention weight."""
+    return check_probability("attention_dropout", value, allow_one=False)
+
+
 def top_layer(hidden: RNNState) -> Tensor:
     """The top layer's hidden state (batch_size, num_hiddens) of a GRU state or an LSTM (h, c) pair."""
     return (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]
@@ -194,16 +199,19 @@ class BahdanauDecoder(Decoder):
     U_a h_j is computed once per batch (attention.prepare in init_state). score_activation="relu" swaps
     the score's tanh for a ReLU (`attn_course.attention.AdditiveAttention`). attention_temperature tau
     (optional, > 0) divides the scores before the softmax: alpha_t = softmax_j(e_tj / tau).
+    attention_dropout p (in [0, 1), default 0) drops the weights alpha_tj before they form c_t, in training
+    mode only (`attn_course.attention`); the attention the decoder returns is alpha_t before dropout.
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
                  enc_size: int, attn_hiddens: int | None = None, score_activation: str = "tanh",
                  cell: str = "gru", dropout: float = 0.0, pad: int = 0,
-                 attention_temperature: float | None = None):
+                 attention_temperature: float | None = None, attention_dropout: float = 0.0):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + enc_size, cell=cell, dropout=dropout, pad=pad)
         self.attention = AdditiveAttention(enc_size, num_hiddens, attn_hiddens or num_hiddens,
-                                           activation=score_activation)
+                                           activation=score_activation,
+                                           dropout=_attention_dropout(attention_dropout))
         self.attention.temperature = _temperature(attention_temperature)
         self.output = nn.Linear(num_hiddens + enc_size + embed_size, vocab_size)
 
@@ -264,13 +272,15 @@ class LuongDecoder(Decoder):
     Without input feeding, teacher forcing runs the RNN over all target steps in one call and attends for
     all of them in one batched call; with it, h̃_{t-1} feeds step t, so steps run one at a time.
     attention_temperature tau (optional, > 0) divides the scores before the softmax (local windows too).
+    attention_dropout p (in [0, 1), default 0) drops the weights a_t before they form c_t, in training mode
+    only (local windows too); the attention the decoder returns is a_t before dropout.
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
                  enc_size: int, score: str = "general", input_feeding: bool = True, attention: str = "global",
                  window: int = 10, attn_hiddens: int | None = None, max_len: int | None = None,
                  cell: str = "gru", dropout: float = 0.0, pad: int = 0,
-                 attention_temperature: float | None = None):
+                 attention_temperature: float | None = None, attention_dropout: float = 0.0):
         if attention not in LUONG_ALIGNMENTS:
             raise ValueError(f"attention={attention!r}, expected one of {LUONG_ALIGNMENTS}")
         check_positive_int("window", window)  # D, the half-width of the window [p_t - D, p_t + D]
@@ -283,7 +293,8 @@ class LuongDecoder(Decoder):
         self.score, self.input_feeding, self.alignment, self.window = score, input_feeding, attention, window
         concat_hiddens = (attn_hiddens or num_hiddens) if score == "concat" else None
         self.attention = LuongAttention(score, num_hiddens, enc_size, num_hiddens=concat_hiddens,
-                                        max_len=max_len if score == "location" else None)
+                                        max_len=max_len if score == "location" else None,
+                                        dropout=_attention_dropout(attention_dropout))
         self.attention.temperature = _temperature(attention_temperature)
         self.W_c = nn.Linear(enc_size + num_hiddens, num_hiddens, bias=False)
         self.W_s = nn.Linear(num_hiddens, vocab_size)

@@ -5,6 +5,7 @@ of a sentence's attention piles up on one source position (concentration).
     h = mean_entropy(weights, src_valid_lens, tgt_valid_lens, normalise=True)   # one number in [0, 1]
     c = attention_concentration(weights, src_valid_lens, tgt_valid_lens)       # (batch_size,), in (0, 1]
     d = diagnose(weights, src_valid_lens, tgt_valid_lens)     # Diagnosis(entropy, concentration, verdict)
+    r = score_range(weights, src_valid_lens)                  # (batch_size, num_steps): max - min score
 
 An untrained model's weights are close to uniform over the real source tokens (entropy near log of their
 number); a trained one's sharpen towards the words it translates. Normalised entropy divides by that
@@ -116,6 +117,27 @@ def attention_concentration(weights: Tensor, src_valid_lens: Tensor | None = Non
         raise ValueError(f"sentences {empty} have no attention weight on their real decoder steps "
                          "(tgt_valid_lens 0, or all-zero rows): their concentration is 0 / 0")
     return mass.max(-1).values / total
+
+
+def score_range(weights: Tensor, src_valid_lens: Tensor | None = None) -> Tensor:
+    """How far apart each step's scores lie, read back from its weights: max_j e_tj - min_j e_tj.
+
+    weights: (batch_size, num_steps, num_keys), each row a softmax of scores e_tj over the real keys;
+    src_valid_lens: (batch_size,) integer, the real keys (None: all). A softmax keeps score differences:
+    alpha_tj / alpha_tk = exp(e_tj - e_tk), so the range is log(max_j alpha_tj / min_j alpha_tj) over the
+    real keys. Returns (batch_size, num_steps) float64: 0 for uniform rows (and sentences of one key), inf
+    for a row with a zero weight on a real key (its scores lie infinitely far apart, or it was not a softmax).
+    """
+    _check_weights(weights)
+    batch_size, _, num_keys = weights.shape
+    check_valid_lens(src_valid_lens, batch_size, None, num_keys, low=1, per_query=False,
+                     name="src_valid_lens")
+    p = weights.detach().to(torch.float64)
+    lens = _real_key_lens(p, src_valid_lens)
+    padded = torch.arange(num_keys, device=p.device)[None, None] >= lens[:, None, None]
+    largest = p.max(-1).values
+    smallest = p.masked_fill(padded, float("inf")).min(-1).values
+    return largest.log() - smallest.log()
 
 
 #: `diagnose` calls attention near-uniform (the model has not learned where to look) when the mean

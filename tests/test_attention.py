@@ -386,6 +386,59 @@ def test_dropout_drops_weights_before_the_values_but_attention_weights_are_kept_
 
 
 @pytest.mark.parametrize("name", LAYERS)
+def test_attention_dropout_is_off_by_default_and_zero_dropout_changes_nothing_in_training(name):
+    torch.manual_seed(0)
+    default = LAYERS[name]()
+    assert default.dropout.p == 0.0
+    queries, keys, values, valid_lens = make_inputs(default)
+    default.eval()
+    expected = default(queries, keys, values, valid_lens)
+    default.train()
+    torch.testing.assert_close(default(queries, keys, values, valid_lens), expected, rtol=0, atol=0)
+
+
+def identity_values(layer, p: float):
+    """`layer` with dropout p, inputs whose values are the identity: the context is the dropped weights."""
+    layer.dropout.p = p
+    queries, keys, _, valid_lens = make_inputs(layer, batch_size=4, num_queries=5, num_keys=6)
+    values = torch.eye(6).expand(4, 6, 6)
+    return queries, layer.prepare(keys, values, valid_lens)
+
+
+@pytest.mark.parametrize("name", ["scaled_dot", "additive", "general", "concat"])
+def test_attention_dropout_has_no_effect_in_evaluation_mode(name):
+    layer = LAYERS[name]()
+    queries, memory = identity_values(layer, 0.5)
+    context, weights = layer.eval().attend(queries, memory)
+    torch.testing.assert_close(context, weights, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+@pytest.mark.parametrize("name", ["scaled_dot", "additive", "general", "concat"])
+def test_attention_dropout_in_training_zeroes_weights_and_rescales_the_rest_by_one_over_keep(name, p):
+    torch.manual_seed(3)
+    layer = LAYERS[name]()
+    queries, memory = identity_values(layer, p)
+    dropped, weights = layer.train().attend(queries, memory)       # context = the weights after dropout
+    kept = dropped != 0
+    torch.testing.assert_close(dropped[kept], weights[kept] / (1 - p))
+    assert 0 < int((~kept & (weights > 0)).sum()) < int((weights > 0).sum())
+    padded = (torch.arange(6)[None, None] >= memory.valid_lens[:, None, None]).expand_as(dropped)
+    assert torch.all(dropped[padded] == 0) and torch.all(weights[padded] == 0)
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.0, 1.5, float("nan"), "0.1"])
+@pytest.mark.parametrize("make", [
+    lambda p: DotProductAttention(dropout=p),
+    lambda p: AdditiveAttention(KEY_SIZE, QUERY_SIZE, NUM_HIDDENS, dropout=p),
+    lambda p: LuongAttention("general", QUERY_SIZE, KEY_SIZE, dropout=p),
+], ids=["dot", "additive", "luong"])
+def test_a_dropout_probability_outside_zero_to_one_is_refused_naming_dropout(make, p):
+    with pytest.raises(ValueError, match=r"dropout must be a finite number in \[0, 1\), got"):
+        make(p)
+
+
+@pytest.mark.parametrize("name", LAYERS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=str)
 def test_layers_give_finite_outputs_in_every_float_dtype_on_every_device(name, dtype, device):
     layer = LAYERS[name]().to(device=device, dtype=dtype)

@@ -132,3 +132,53 @@ def test_concentration_lies_between_one_over_the_real_keys_and_one(num_steps, nu
     padded = torch.arange(num_steps)[None] >= tgt_lens[:, None]
     noisy[padded] = masked_softmax(torch.randn(3, num_steps, num_keys, generator=generator), src_lens)[padded]
     assert torch.equal(attention_concentration(noisy, src_lens, tgt_lens), concentration)
+
+
+# ------------------------------------------------------------------------- score range, chapter 10's study
+from attn_course.data import Example  # noqa: E402
+from attn_course.diagnostics import score_range  # noqa: E402
+
+
+def test_score_range_reads_max_minus_min_score_back_from_the_softmax_over_real_keys():
+    scores = torch.tensor([[[1.0, 3.0, -2.0, 9.0], [0.5, 0.5, 0.5, 7.0]]], dtype=torch.float64)
+    lens = torch.tensor([3])
+    ranges = score_range(masked_softmax(scores, lens), lens)
+    # the padded 9 and 7 do not count
+    assert torch.allclose(ranges, torch.tensor([[5.0, 0.0]], dtype=torch.float64))
+
+
+def test_score_range_is_infinite_for_a_zero_weight_on_a_real_key_and_refuses_padded_weight():
+    one_hot = torch.tensor([[[0.0, 1.0, 0.0]]])
+    assert torch.isinf(score_range(one_hot, torch.tensor([3]))).all()
+    assert score_range(one_hot[..., 1:2], torch.tensor([1])).item() == 0     # one key: nothing to spread
+    with pytest.raises(ValueError, match="padded keys"):
+        score_range(torch.full((1, 1, 3), 1 / 3), torch.tensor([2]))
+
+
+def test_argmax_hits_sorts_each_target_word_by_kind_and_where_its_attention_peaks():
+    from attn_course.diagnosis_study import argmax_hits
+
+    example = Example(["the", "mother", "writes", "."], ["la", "mère", "écrit", "."],
+                      sure={(0, 0), (1, 1), (2, 2), (3, 3)}, possible={(0, 0), (1, 1), (2, 2), (3, 3)})
+    attention = torch.zeros(1, 5, 5)
+    # la -> mother (the next word), mère -> mother, écrit -> the, . -> writes
+    for t, j in enumerate([1, 1, 0, 2, 4]):
+        attention[0, t, j] = 1
+    assert argmax_hits(attention, [example]) == {"content_on_gold": 0.5, "function_on_gold": 0.0,
+                                                 "function_on_next": 1.0, "stop_on_gold": 0.0}
+
+
+def test_the_studys_model_is_the_one_build_model_makes_and_takes_an_attention_dropout():
+    from attn_course import diagnosis_study
+    from attn_course.chapters import translation_data
+    from attn_course.runtime import seed_everything
+    from attn_course.seq2seq import build_model
+
+    data = translation_data(60, min_len=3, max_len=6, seed=0)
+    model = diagnosis_study.build(data, 3, attention_dropout=0.3)
+    seed_everything(3)
+    reference = build_model("bahdanau", len(data.src_vocab), len(data.tgt_vocab), **diagnosis_study.SIZES)
+    assert model.decoder.attention.dropout.p == 0.3 and reference.decoder.attention.dropout.p == 0.0
+    expected = reference.state_dict()
+    for name, got in model.state_dict().items():
+        assert torch.equal(got, expected[name]), name

@@ -414,3 +414,39 @@ def test_score_activation_reaches_bahdanaus_attention_and_a_checkpoint_records_i
         ModelConfig("luong", V_SRC, V_TGT, score_activation="relu")
     with pytest.raises(ValueError, match="activation='elu'"):
         build_model("bahdanau", V_SRC, V_TGT, score_activation="elu")
+
+
+def with_attention_dropout(model: Seq2Seq, p: float) -> Seq2Seq:
+    """A copy of `model` (same weights) whose decoder attention drops its weights with probability p."""
+    options = {} if model.kind == "bahdanau" else luong_options(LUONG_CONFIGS[3])
+    enc_size = model.encoder.enc_size
+    decoder = type(model.decoder)(V_TGT, E, H, enc_size=enc_size, attention_dropout=p, **options)
+    copy = Seq2Seq(model.encoder, decoder)
+    copy.decoder.load_state_dict(model.decoder.state_dict())
+    return copy
+
+
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_attention_dropout_reaches_the_decoders_layer_and_acts_only_in_training(kind):
+    torch.manual_seed(0)
+    options = {} if kind == "bahdanau" else luong_options(LUONG_CONFIGS[3])
+    model = build_model(kind, V_SRC, V_TGT, embed_size=E, encoder_hiddens=H, **options)
+    assert model.decoder.attention.dropout.p == 0.0                  # off by default
+    dropped = with_attention_dropout(model, 0.5)
+    assert dropped.decoder.attention.dropout.p == 0.5
+    src, lens, tgt_in = batch()
+    clean_logits, clean_attention = model.eval()(src, lens, tgt_in)
+    eval_logits, eval_attention = dropped.eval()(src, lens, tgt_in)
+    assert torch.equal(eval_logits, clean_logits) and torch.equal(eval_attention, clean_attention)
+    torch.manual_seed(1)
+    train_logits, train_attention = dropped.train()(src, lens, tgt_in)
+    assert not torch.allclose(train_logits, clean_logits)
+    first_step = slice(0, 1)   # later steps see other states once the first context was dropped
+    torch.testing.assert_close(train_attention[:, first_step], clean_attention[:, first_step])
+
+
+@pytest.mark.parametrize("kind", [BahdanauDecoder, LuongDecoder])
+@pytest.mark.parametrize("p", [-0.5, 1.0])
+def test_decoders_refuse_an_attention_dropout_outside_zero_to_one_naming_it(kind, p):
+    with pytest.raises(ValueError, match=r"attention_dropout must be a finite number in \[0, 1\)"):
+        kind(V_TGT, E, H, enc_size=H, attention_dropout=p)
