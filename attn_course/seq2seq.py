@@ -20,9 +20,9 @@ DECODERS: dict[str, type[Decoder]] = {
 
 DECODER_OPTIONS: dict[str, tuple[str, ...]] = {
     "plain": (),
-    "bahdanau": ("attn_hiddens", "score_activation", "attention_temperature"),
+    "bahdanau": ("attn_hiddens", "score_activation", "attention_temperature", "attention_dropout"),
     "luong": ("score", "input_feeding", "attention", "window", "attn_hiddens", "max_len",
-              "attention_temperature"),
+              "attention_temperature", "attention_dropout"),
 }
 """The `ModelConfig` fields that only some decoders read, by ``kind``."""
 
@@ -41,7 +41,8 @@ class ModelConfig:
     additive score) and, for "luong", score, input_feeding, attention, window and max_len (see
     `attn_course.decoders.LuongDecoder`); setting one that the kind does not read is an error.
     attention_temperature ("bahdanau", "luong"; None: none) divides the attention scores by tau before the
-    masked softmax, during training and decoding alike (chapter 9).
+    masked softmax, during training and decoding alike (chapter 9). attention_dropout ("bahdanau", "luong";
+    None: 0) drops attention weights with that probability while training (chapter 10).
     """
 
     kind: str
@@ -64,6 +65,7 @@ class ModelConfig:
     max_len: int | None = None
     score_activation: str | None = None
     attention_temperature: float | None = None
+    attention_dropout: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in DECODERS:

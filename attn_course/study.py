@@ -1,6 +1,7 @@
 """The multi-seed study of chapter 5: Luong et al. 2015's Tables 4 and 6 in miniature, and a reversal task.
 
     python -m attn_course.study --out results/luong_variants.json            # the committed results
+    python -m attn_course.study --out results/luong_by_length.json --by-length   # BLEU by source length
     python -m attn_course.study --out /tmp/smoke.json --quick                # a seconds-long smoke run
 
 Every variant is trained with the same data, sizes, optimiser and number of updates, for several seeds, and
@@ -9,9 +10,10 @@ BLEU of greedy translations, and, for models with attention, the alignment error
 teacher-forced ("forced decoding") attention against the gold links, under both credit conventions of
 `attn_course.metrics.attention_to_links`. The reversal study trains global, local-m and local-p attention on
 `attn_course.data.reverse_task`, whose gold alignment is the anti-diagonal, and measures how far the local
-window centres p_t are from it. Runs are distributed over worker processes, each on one CPU thread (small
-recurrent models run fastest single-threaded, and two single-threaded workers use two cores without
-oversubscribing them).
+window centres p_t are from it. A task configured with source-length bins also scores each run's BLEU per
+bin (`BY_LENGTH`: do dot, general and concat lose BLEU on long sentences at the same rate?). Runs are
+distributed over worker processes, each on one CPU thread (small recurrent models run fastest
+single-threaded, and two single-threaded workers use two cores without oversubscribing them).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from tqdm.auto import tqdm
 
 from attn_course.chapters import TASKS, VARIANTS, DataConfig, Recipe, task_data, train_variant
 from attn_course.decoders import LuongDecoder
-from attn_course.evaluation import centre_statistics, evaluate, window_centres
+from attn_course.evaluation import centre_statistics, evaluate, translations, window_centres
+from attn_course.metrics import bleu_by_length
 from attn_course.training import TrainConfig
 from attn_course.validation import check_positive_int
 
@@ -45,11 +48,14 @@ RESULTS_FORMAT = "attn_course.study/1"
 
 @dataclass(frozen=True)
 class TaskConfig:
-    """One task of the study: its data, the variants trained on it, and the recipe they share."""
+    """One task of the study: its data, the variants trained on it, the recipe they share, and the edges
+    of the source-length bins its BLEU is also scored on (half-open, as `metrics.bleu_by_length`; () for
+    none)."""
 
     data: DataConfig
     variants: tuple[str, ...]
     recipe: Recipe = field(default_factory=Recipe)
+    length_bins: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,10 +81,20 @@ FULL = StudyConfig(
 )
 """The configuration behind results/luong_variants.json."""
 
+BY_LENGTH = StudyConfig(
+    translation=replace(FULL.translation, variants=("global-dot", "global-general", "global-concat"),
+                        length_bins=(3, 10, 17, 24, 31)),
+    reversal=replace(FULL.reversal, variants=()),
+    seeds=(0, 1, 2, 3, 4),
+)
+"""The configuration behind results/luong_by_length.json: FULL's translation task, global attention with the
+three content scores, five seeds, test BLEU in four source-length bins of seven lengths each."""
+
 _QUICK_RECIPE = Recipe(embed_size=8, decoder_hiddens=8, window=2, train=TrainConfig(epochs=1, batch_size=16))
 QUICK = StudyConfig(
     translation=TaskConfig(DataConfig("translation", num_pairs=60, min_len=3, max_len=8),
-                           variants=("bahdanau", "local-p-general"), recipe=_QUICK_RECIPE),
+                           variants=("bahdanau", "local-p-general"), recipe=_QUICK_RECIPE,
+                           length_bins=(3, 6, 9)),
     reversal=TaskConfig(DataConfig("reversal", num_pairs=60, min_len=4, max_len=8, vocab_size=6),
                         variants=("local-m-general", "local-p-general"), recipe=_QUICK_RECIPE),
     seeds=(0, 1),
@@ -95,7 +111,26 @@ def run_one(config: TaskConfig, variant: str, seed: int) -> dict[str, Any]:
                               "parameters": sum(p.numel() for p in model.parameters())}
     if isinstance(model.decoder, LuongDecoder) and model.decoder.alignment != "global":
         record.update(centre_statistics(window_centres(model, data.test, data), data.test))
+    if config.length_bins:
+        record.update(_bleu_by_length(model, data, config.length_bins))
     return record
+
+
+def length_key(low: int, high: int) -> str:
+    """The key of test BLEU on sources of low to high - 1 tokens: length_key(3, 10) = "bleu_src_3_9"."""
+    return f"bleu_src_{low}_{high - 1}"
+
+
+def length_keys(bins: Sequence[int]) -> list[str]:
+    """The record keys of every bin of the edges `bins`, shortest sentences first."""
+    return [length_key(low, high) for low, high in zip(bins, bins[1:], strict=False)]
+
+
+def _bleu_by_length(model, data, bins: Sequence[int]) -> dict[str, float | None]:
+    """Corpus BLEU of greedy translations of data.test per source-length bin, {length_key: BLEU or None}."""
+    hyps = translations(model, data.test, data)
+    scores = bleu_by_length(hyps, [e.tgt for e in data.test], [len(e.src) for e in data.test], bins)
+    return dict(zip(length_keys(bins), (score.bleu for score in scores), strict=True))
 
 
 def _one_thread() -> None:
@@ -225,17 +260,21 @@ def results_table(results: dict[str, Any], task: str, columns: Sequence[str]) ->
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attn_course.study", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 epoch, 2 variants: a smoke run")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true", help="tiny sizes, 1 epoch, 2 variants: a smoke run")
+    sizes.add_argument("--by-length", action="store_true",
+                       help="dot, general and concat, 5 seeds, BLEU by source length (BY_LENGTH)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes, one CPU thread each")
-    parser.add_argument("--seeds", type=int, nargs="+", help="model seeds (default: 0 1 2; quick: 0 1)")
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="model seeds (default: 0 1 2; quick: 0 1; by length: 0 to 4)")
     args = parser.parse_args(argv)
-    config = QUICK if args.quick else FULL
+    config = QUICK if args.quick else BY_LENGTH if args.by_length else FULL
     if args.seeds:
         config = replace(config, seeds=tuple(args.seeds))
     results = run_study(config, workers=args.workers, progress=sys.stderr.isatty())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    columns = ("perplexity", "bleu", "aer_output", "aer_input")
+    columns = ("perplexity", "bleu", "aer_output", "aer_input", *length_keys(config.translation.length_bins))
     print(f"{'variant':<28}" + "".join(f"{c:>18}" for c in columns))
     for row in results_table(results, "translation", columns):
         print(f"{row['variant']:<28}" + "".join(f"{row[c]:>18}" for c in columns))

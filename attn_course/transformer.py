@@ -4,10 +4,11 @@
     logits, attention = model(src, src_valid_lens, tgt_in)       # like Seq2Seq: training.train works
     hyps = decoding.greedy_decode(model, src, src_valid_lens, bos=..., eos=...)   # and so does decoding
 
-Every block is pre-norm: x + Sublayer(LayerNorm(x)) (Xiong et al. 2020), where the paper's post-norm is
-LayerNorm(x + Sublayer(x)). Pre-norm keeps an identity path from the embeddings to the output, so a small
-model trains at Adam's usual learning rate for a few epochs without the paper's learning-rate warm-up, which
-`attn_course.training.train` does not have; post-norm at that rate often stalls or diverges early.
+Every block is pre-norm: x + Sublayer(LayerNorm(x)), where the paper's post-norm is
+LayerNorm(x + Sublayer(x)). Xiong et al. 2020 ("On Layer Normalization in the Transformer Architecture")
+show that post-norm's gradients near the output are large at initialisation, hence the paper's learning-rate
+warm-up, while pre-norm's are well-behaved and train without one; `attn_course.training.train` has no
+warm-up.
 
 In training the decoder runs all target positions at once (the causal mask hides the future). For
 inference `init_state`/`step` give the decoder the interface `attn_course.decoding` drives: a step
