@@ -33,7 +33,7 @@ def split_heads(X: Tensor, num_heads: int) -> Tensor:
     """(batch_size, n, num_hiddens) -> (batch_size * num_heads, n, num_hiddens / num_heads).
 
     Head k of sequence b is row b * num_heads + k; its features are the k-th slice of num_hiddens / num_heads
-    consecutive features (what nn.MultiheadAttention and the paper's concatenation in eq. (5) assume).
+    consecutive features (what nn.MultiheadAttention and the paper's concatenation in sec. 3.2.2 assume).
     """
     batch_size, n, num_hiddens = X.shape
     X = X.reshape(batch_size, n, num_heads, num_hiddens // num_heads).transpose(1, 2)
@@ -42,7 +42,7 @@ def split_heads(X: Tensor, num_heads: int) -> Tensor:
 
 def merge_heads(X: Tensor, num_heads: int) -> Tensor:
     """The inverse of `split_heads`: (batch_size * num_heads, n, d_head) -> (batch_size, n, num_hiddens),
-    num_hiddens = num_heads * d_head, i.e. Concat(head_1, ..., head_h) of Vaswani et al. 2017, eq. (5)."""
+    num_hiddens = num_heads * d_head, i.e. Concat(head_1, ..., head_h) of Vaswani et al. 2017, sec. 3.2.2."""
     _, n, d_head = X.shape
     X = X.reshape(-1, num_heads, n, d_head).transpose(1, 2)
     return X.reshape(X.shape[0], n, num_heads * d_head)
@@ -68,7 +68,7 @@ def attention_lens(valid_lens: Tensor | None, batch_size: int, num_queries: int,
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention with padding and causal masks (Vaswani et al. 2017, sec. 3.2.2, eq. 5).
+    """Multi-head attention with padding and causal masks (Vaswani et al. 2017, sec. 3.2.2).
 
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_o, head_k = Attention(Q W_q^k, K W_k^k, V W_v^k),
     Attention the scaled dot product softmax(q k^T / sqrt(d_head)) v of eq. (1), d_head = num_hiddens / h.

@@ -8,6 +8,7 @@ answer after the chapter's set-up imports, as the grader does.
 
 from __future__ import annotations
 
+import linecache
 from typing import NamedTuple
 
 from attn_course import checks
@@ -21,10 +22,13 @@ class Answer(NamedTuple):
 
 
 def define(answer: Answer) -> object:
-    """The function or class `answer.source` defines, in a namespace holding its chapter's set-up imports."""
+    """The function or class `answer.source` defines, in a namespace holding its chapter's set-up imports.
+    Its lines are registered with linecache, as a notebook's cells are, so errors quote the learner's line."""
     namespace: dict = {"__name__": "__main__"}
     exec(checks.PREAMBLES[int(answer.key[2 : answer.key.index(".")])], namespace)
-    exec(answer.source, namespace)
+    filename = f"<{answer.key}: {answer.label}>"
+    linecache.cache[filename] = (len(answer.source), None, answer.source.splitlines(True), filename)
+    exec(compile(answer.source, filename, "exec"), namespace)
     return namespace[checks.EXERCISES[answer.key].name]
 
 
@@ -676,6 +680,109 @@ def nadaraya_watson(queries, keys, values, sigma):
     return weights, values @ weights
 """,
 )
+
+# ---------------------------------------------------------------------------------------------------------
+# ch1.q3 nadaraya_watson: more learners' answers
+
+K = "ch1.q3"
+ok(
+    K,
+    "einsum and a softmax of the scaled differences",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    diff = (queries.unsqueeze(1) - keys.unsqueeze(0)) / sigma
+    weights = F.softmax(-0.5 * diff**2, dim=1)
+    return weights, torch.einsum("qk,k->q", weights, values)
+""",
+)
+ok(
+    K,
+    "log_softmax, exp, values @ weights.T",
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -((queries.reshape(-1, 1) - keys.reshape(1, -1)) ** 2) / (2 * sigma * sigma)
+    weights = torch.log_softmax(scores, dim=-1).exp()
+    return weights, values @ weights.T
+""",
+)
+wrong(
+    K,
+    "max subtracted without keepdim",
+    ["keepdim"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2)
+    e = torch.exp(scores - scores.max(dim=1).values)
+    weights = e / e.sum(dim=1, keepdim=True)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "sum without keepdim",
+    ["keepdim"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2)
+    e = torch.exp(scores - scores.max(dim=1, keepdim=True).values)
+    weights = e / e.sum(dim=1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "calls the course's nadaraya_watson",
+    ["calls the course", "attn_course.lookup"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    from attn_course import lookup
+
+    return lookup.nadaraya_watson(queries, keys, values, sigma)
+""",
+)
+wrong(
+    K,
+    "absolute distance instead of its square",
+    ["square"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    scores = -(queries[:, None] - keys[None, :]).abs() / (2 * sigma**2)
+    weights = torch.softmax(scores, dim=1)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "naive exp with an epsilon in the denominator",
+    ["far", "underflow", "sum to 1", "0 / 0"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    k = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = k / (k.sum(dim=1, keepdim=True) + 1e-12)
+    return weights, weights @ values
+""",
+)
+wrong(
+    K,
+    "squeeze() drops the key axis of a single key",
+    ["single key", "squeeze"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = torch.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=1).squeeze()
+    return weights, (weights * values).sum(dim=-1)
+""",
+)
+wrong(
+    K,
+    "predictions kept as a column",
+    ["(num_queries,)", "shape"],
+    """
+def nadaraya_watson(queries, keys, values, sigma):
+    weights = torch.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=1)
+    return weights, weights @ values[:, None]
+""",
+)
+
 
 # ---------------------------------------------------------------------------------------------------------
 # ch2.q1 scaled_dot_product_attention
@@ -1341,6 +1448,149 @@ def concat_scores(queries, keys, W_a, v_a):
 )
 
 # ---------------------------------------------------------------------------------------------------------
+# ch2.q5 masked_attention (find the bugs)
+
+K = "ch2.q5"
+ok(
+    K,
+    "-inf fill, softmax, NaN of empty rows set to 0",
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1], device=keys.device) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], float("-inf"))
+    weights = torch.nan_to_num(F.softmax(scores, dim=-1), nan=0.0)
+    return weights @ values, weights
+""",
+)
+ok(
+    K,
+    "exp by hand, shifted by the largest real score",
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = torch.einsum("bqd,bkd->bqk", queries, keys) / d**0.5
+    real = (torch.arange(keys.shape[1], device=keys.device)[None, :] < valid_lens[:, None])[:, None, :]
+    low = torch.finfo(scores.dtype).min
+    top = scores.masked_fill(~real, low).amax(dim=-1, keepdim=True)
+    e = torch.exp(scores - top).masked_fill(~real, 0.0)
+    total = e.sum(dim=-1, keepdim=True)
+    weights = e / torch.where(total > 0, total, torch.ones_like(total))
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "mask and axis fixed, -1e6 kept",
+    ["-1e6", "valid length 0", "float16"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], -1e6)
+    weights = F.softmax(scores, dim=-1)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "-inf fill: NaN in a sentence of length 0",
+    ["NaN", "valid length 0"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "finfo.min fill, empty rows left uniform",
+    ["valid length 0", "uniform"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "softmax axis fixed, mask still along the queries",
+    ["queries", "mask"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, :, None], torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1) * real[:, None, :]
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "rewritten with the course's masked_softmax",
+    ["masked_softmax", "without"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    weights = masked_softmax(queries @ keys.transpose(1, 2) / math.sqrt(d), valid_lens)
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "float32 minimum used as the fill of float16 scores",
+    ["float16", "dtype"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], torch.finfo(torch.float32).min)
+    weights = F.softmax(scores, dim=-1) * real[:, None, :]
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "softmax over all keys, padding zeroed afterwards",
+    ["sum to 1", "renormal", "padded keys"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    weights = F.softmax(scores, dim=-1) * real[:, None, :]
+    return weights @ values, weights
+""",
+)
+wrong(
+    K,
+    "<= in the mask",
+    ["<=", "one padded key", "padded key"],
+    """
+def masked_attention(queries, keys, values, valid_lens):
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)
+    real = torch.arange(keys.shape[1]) <= valid_lens[:, None]
+    scores = scores.masked_fill(~real[:, None, :], torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1) * real[:, None, :]
+    return weights @ values, weights
+""",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # ch3.q1 masked_cross_entropy
 
 K = "ch3.q1"
@@ -1614,6 +1864,152 @@ def final_state(outputs, valid_lens):
     return outputs.detach()[torch.arange(outputs.shape[0]), valid_lens - 1]
 """,
 )
+
+# ---------------------------------------------------------------------------------------------------------
+# ch3.q3 BiEncoder.forward (the class around it is given)
+
+K = "ch3.q3"
+BI_ENCODER_INIT = """
+class BiEncoder(nn.Module):
+    def __init__(self, vocab_size, embed_size, num_hiddens, decoder_hiddens):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * num_hiddens, decoder_hiddens)
+"""
+BI_ENCODER = BI_ENCODER_INIT + """
+    def forward(self, src, valid_lens):
+        X = self.embedding(src)
+        packed = pack_padded_sequence(X, valid_lens.cpu(), batch_first=True, enforce_sorted=False)
+        outputs, h_n = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+        s_0 = torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=-1)))
+        return outputs, s_0.unsqueeze(0)
+"""
+
+
+def bi_encoder(old: str, new: str) -> str:
+    """BI_ENCODER with one learner's change (old must occur in it)."""
+    assert old in BI_ENCODER, old
+    return BI_ENCODER.replace(old, new)
+
+
+ok(
+    K,
+    "sorted by hand, packed, unsorted",
+    BI_ENCODER_INIT
+    + """
+    def forward(self, src, valid_lens):
+        order = torch.argsort(valid_lens, descending=True)
+        back = torch.argsort(order)
+        X = self.embedding(src[order])
+        packed = pack_padded_sequence(X, valid_lens[order].cpu(), batch_first=True)
+        outputs, h_n = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+        final = torch.cat([h_n[0], h_n[1]], dim=1)[back]
+        return outputs[back], torch.tanh(self.bridge(final))[None]
+""",
+)
+ok(
+    K,
+    "one sentence at a time, zero-padded by hand",
+    BI_ENCODER_INIT
+    + """
+    def forward(self, src, valid_lens):
+        outs, finals = [], []
+        for i in range(src.shape[0]):
+            n = int(valid_lens[i])
+            out, h = self.rnn(self.embedding(src[i : i + 1, :n]))
+            outs.append(F.pad(out[0], (0, 0, 0, src.shape[1] - n)))
+            finals.append(torch.cat([h[0, 0], h[1, 0]]))
+        s_0 = torch.tanh(self.bridge(torch.stack(finals)))
+        return torch.stack(outs), s_0.unsqueeze(0)
+""",
+)
+wrong(
+    K,
+    "no packing: the GRU reads the padding",
+    ["pack", "padding"],
+    bi_encoder(
+        """        packed = pack_padded_sequence(X, valid_lens.cpu(), batch_first=True, enforce_sorted=False)
+        outputs, h_n = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+""",
+        """        outputs, h_n = self.rnn(X)
+        keep = torch.arange(src.shape[1])[None, :] < valid_lens[:, None]
+        outputs = outputs * keep[..., None]
+""",
+    ),
+)
+wrong(
+    K,
+    "no total_length",
+    ["total_length"],
+    bi_encoder(", total_length=src.shape[1])", ")"),
+)
+wrong(
+    K,
+    "enforce_sorted left at True",
+    ["enforce_sorted", "sorted"],
+    bi_encoder(", enforce_sorted=False)", ")"),
+)
+wrong(
+    K,
+    "bridge reads the outputs at the last real word",
+    ["backward", "h_n", "first word"],
+    bi_encoder(
+        "torch.cat([h_n[0], h_n[1]], dim=-1)",
+        "outputs[torch.arange(src.shape[0]), valid_lens - 1]",
+    ),
+)
+wrong(
+    K,
+    "bridge reads the last padded position",
+    ["last real", "h_n", "padded position", "final state"],
+    bi_encoder("torch.cat([h_n[0], h_n[1]], dim=-1)", "outputs[:, -1]"),
+)
+wrong(
+    K,
+    "final states concatenated backward first",
+    ["order", "forward", "backward"],
+    bi_encoder("torch.cat([h_n[0], h_n[1]], dim=-1)", "torch.cat([h_n[1], h_n[0]], dim=-1)"),
+)
+wrong(
+    K,
+    "h_n reshaped to (batch_size, 2 * num_hiddens) with view",
+    ["h_n", "batch", "view", "mix"],
+    bi_encoder("torch.cat([h_n[0], h_n[1]], dim=-1)", "h_n.reshape(src.shape[0], -1)"),
+)
+wrong(
+    K,
+    "no tanh in the bridge",
+    ["tanh"],
+    bi_encoder("torch.tanh(self.bridge(", "(self.bridge("),
+)
+wrong(
+    K,
+    "s_0 without the layer axis",
+    ["layer axis", "(1, batch_size"],
+    bi_encoder("return outputs, s_0.unsqueeze(0)", "return outputs, s_0"),
+)
+wrong(
+    K,
+    "calls the course's encoder",
+    ["calls the course", "attn_course.encoders"],
+    BI_ENCODER_INIT
+    + """
+    def forward(self, src, valid_lens):
+        from attn_course.encoders import Encoder
+
+        enc = Encoder(self.embedding.num_embeddings, self.embedding.embedding_dim, self.num_hiddens,
+                      bidirectional=True, decoder_hiddens=self.bridge.out_features)
+        enc.embedding, enc.rnn, enc.bridge = self.embedding, self.rnn, self.bridge
+        out = enc(src, valid_lens)
+        return out.outputs, out.state
+""",
+)
+
 
 # ---------------------------------------------------------------------------------------------------------
 # ch4.q1 bahdanau_decode
@@ -2318,6 +2714,145 @@ wrong(
 )
 
 # ---------------------------------------------------------------------------------------------------------
+# ch5.q4 local_p_attention
+
+K = "ch5.q4"
+LOCAL_P = """
+def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
+    S = valid_lens.to(queries.dtype)[:, None]
+    centres = S * torch.sigmoid(torch.tanh(queries @ W_p.T) @ v_p.T).squeeze(-1)
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions - centres[..., None]
+    inside = (distance.abs() <= window) & (positions < valid_lens[:, None, None])
+    align = F.softmax(scores.masked_fill(~inside, float("-inf")), dim=-1).nan_to_num(0.0)
+    sigma = window / 2
+    return centres, align * torch.exp(-distance**2 / (2 * sigma**2))
+"""
+
+
+def local_p(old: str, new: str) -> str:
+    """LOCAL_P with one learner's change (old must occur in it)."""
+    assert old in LOCAL_P, old
+    return LOCAL_P.replace(old, new)
+
+
+ok(
+    K,
+    "F.linear, finfo.min fill, mask multiplied back",
+    """
+def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
+    p = torch.sigmoid(F.linear(torch.tanh(F.linear(queries, W_p)), v_p))[..., 0]
+    centres = valid_lens[:, None] * p
+    s = torch.arange(scores.size(-1), device=scores.device).to(scores.dtype)[None, None, :]
+    keep = ((s - centres[..., None]).abs() <= window) & (s < valid_lens[:, None, None])
+    filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    align = torch.softmax(filled, dim=-1) * keep
+    gauss = torch.exp(-((s - centres[..., None]) ** 2) / (2 * (window / 2) ** 2))
+    return centres, align * gauss
+""",
+)
+ok(
+    K,
+    "loop over sentences and steps with integer bounds",
+    """
+def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
+    B, Q, N = scores.shape
+    centres = torch.stack([
+        int(valid_lens[b]) * torch.sigmoid(torch.tanh(queries[b] @ W_p.T) @ v_p[0]) for b in range(B)
+    ])
+    rows = []
+    for b in range(B):
+        for q in range(Q):
+            p = centres[b, q]
+            lo = max(0, math.ceil(float(p.detach()) - window))
+            hi = min(int(valid_lens[b]) - 1, math.floor(float(p.detach()) + window))
+            row = scores.new_zeros(N)
+            if lo <= hi:
+                s = torch.arange(lo, hi + 1, dtype=scores.dtype)
+                gauss = torch.exp(-((s - p) ** 2) / (2 * (window / 2) ** 2))
+                inside = torch.softmax(scores[b, q, lo : hi + 1], 0) * gauss
+                row = torch.cat([row[:lo], inside, row[hi + 1 :]])
+            rows.append(row)
+    return centres, torch.stack(rows).view(B, Q, N)
+""",
+)
+wrong(
+    K,
+    "centre predicted over the padded length",
+    ["S_i", "valid length", "padded"],
+    local_p("S = valid_lens.to(queries.dtype)[:, None]", "S = scores.shape[-1]"),
+)
+wrong(
+    K,
+    "centre detached",
+    ["gradient", "detach", "W_p"],
+    local_p(".squeeze(-1)\n", ".squeeze(-1).detach()\n"),
+)
+wrong(
+    K,
+    "centre computed under no_grad",
+    ["gradient", "no_grad", "W_p"],
+    local_p(
+        "    centres = S * torch.sigmoid(torch.tanh(queries @ W_p.T) @ v_p.T).squeeze(-1)\n",
+        "    with torch.no_grad():\n"
+        "        centres = S * torch.sigmoid(torch.tanh(queries @ W_p.T) @ v_p.T).squeeze(-1)\n",
+    ),
+)
+wrong(
+    K,
+    "window edges left out",
+    ["edge", "<="],
+    local_p("distance.abs() <= window", "distance.abs() < window"),
+)
+wrong(
+    K,
+    "Gaussian inside the softmax",
+    ["inside the softmax", "Gaussian"],
+    """
+def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
+    S = valid_lens.to(queries.dtype)[:, None]
+    centres = S * torch.sigmoid(torch.tanh(queries @ W_p.T) @ v_p.T).squeeze(-1)
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions - centres[..., None]
+    inside = (distance.abs() <= window) & (positions < valid_lens[:, None, None])
+    logits = scores - distance**2 / (2 * (window / 2) ** 2)
+    weights = F.softmax(logits.masked_fill(~inside, float("-inf")), dim=-1).nan_to_num(0.0)
+    return centres, weights
+""",
+)
+wrong(
+    K,
+    "sigma = D",
+    ["sigma", "D / 2"],
+    local_p("sigma = window / 2", "sigma = window"),
+)
+wrong(
+    K,
+    "centre rounded to a position",
+    ["round", "real"],
+    local_p("distance = positions - centres[..., None]", "distance = positions - centres.round()[..., None]"),
+)
+wrong(
+    K,
+    "W_p applied untransposed",
+    ["W_p", "transpose", "nn.Linear"],
+    local_p("queries @ W_p.T", "queries @ W_p"),
+)
+wrong(
+    K,
+    "window not cut to the sentence",
+    ["valid length", "padding", "padded", "beyond"],
+    local_p(" & (positions < valid_lens[:, None, None])", ""),
+)
+wrong(
+    K,
+    "S_i - 1 instead of S_i",
+    ["S_i", "valid length"],
+    local_p("S = valid_lens.to(queries.dtype)[:, None]", "S = (valid_lens - 1).to(queries.dtype)[:, None]"),
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # ch6.q1 greedy_decode
 
 GREEDY = """
@@ -2583,322 +3118,213 @@ def beam_step(beam_scores, log_probs, beam_size):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# ch9.q1 inverse_sigmoid_decay
+# ch6.q3 beam_search
 
-K = "ch9.q1"
-ok(
-    K,
-    "torch.exp, which gives inf instead of raising",
-    """
-def inverse_sigmoid_decay(step, k):
-    return float(k / (k + torch.exp(torch.tensor(step / k, dtype=torch.float64))))
-""",
-)
-ok(
-    K,
-    "rewritten as a sigmoid with a shift",
-    """
-def inverse_sigmoid_decay(step, k):
-    x = step / k - math.log(k)
-    if x > 700:
-        return 0.0
-    return 1 / (1 + math.exp(x))
-""",
-)
-wrong(
-    K,
-    "math.exp of a huge step",
-    ["overflow"],
-    """
-def inverse_sigmoid_decay(step, k):
-    return k / (k + math.exp(step / k))
-""",
-)
-wrong(
-    K,
-    "exponent without dividing by k",
-    ["i / k", "exponent"],
-    """
-def inverse_sigmoid_decay(step, k):
-    try:
-        return k / (k + math.exp(step))
-    except OverflowError:
-        return 0.0
-""",
-)
-wrong(
-    K,
-    "probability of sampling instead",
-    ["1 - eps"],
-    """
-def inverse_sigmoid_decay(step, k):
-    try:
-        e = math.exp(step / k)
-    except OverflowError:
-        return 1.0
-    return e / (k + e)
-""",
-)
-wrong(
-    K,
-    "one in the denominator",
-    ["denominator"],
-    """
-def inverse_sigmoid_decay(step, k):
-    try:
-        return k / (1 + math.exp(step / k))
-    except OverflowError:
-        return 0.0
-""",
-)
-
-# ---------------------------------------------------------------------------------------------------------
-# ch9.q2 scheduled_inputs
-
-K = "ch9.q2"
-ok(
-    K,
-    "masked_fill of the guesses",
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    guess = prev_logits.argmax(dim=1)
-    return guess.masked_fill(coins < ratio, 0) + gold * (coins < ratio)
-""",
-)
-ok(
-    K,
-    "loop over the sentences",
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    out = []
-    for b in range(gold.shape[0]):
-        out.append(gold[b] if coins[b] < ratio else prev_logits[b].argmax())
-    return torch.stack(out)
-""",
-)
-wrong(
-    K,
-    "gold with probability 1 - ratio",
-    ["inverted"],
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    use_model = coins < ratio
-    return torch.where(use_model, prev_logits.argmax(-1), gold)
-""",
-)
-wrong(
-    K,
-    "one Python coin for the batch",
-    ["one coin", "whole batch"],
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    if coins.mean() < ratio:
-        return gold.clone()
-    return prev_logits.argmax(-1)
-""",
-)
-wrong(
-    K,
-    "writes into gold",
-    ["in place"],
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    use_model = coins >= ratio
-    gold[use_model] = prev_logits.argmax(-1)[use_model]
-    return gold
-""",
-)
-wrong(
-    K,
-    "less than or equal",
-    ["<="],
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    return torch.where(coins <= ratio, gold, torch.argmax(prev_logits, dim=-1))
-""",
-)
-wrong(
-    K,
-    "softmax probabilities instead of the word",
-    ["index", "long"],
-    """
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    probs = torch.softmax(prev_logits, dim=-1).max(-1).values
-    return torch.where(coins < ratio, gold.float(), probs)
-""",
-)
+K = "ch6.q3"
+BEAM_SEARCH = """
+def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    B, K = src.shape[0], beam_size
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(B).repeat_interleave(K))
+    scores = torch.full((B, K), float("-inf"))
+    scores[:, 0] = 0.0
+    y = torch.full((B * K,), bos, dtype=torch.long)
+    history = torch.zeros(B, K, 0, dtype=torch.long)
+    finished = [[] for _ in range(B)]
+    done = [False] * B
+    for step in range(1, max_len + 1):
+        logits, state, _ = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits, dim=-1).view(B, K, -1)
+        V = log_probs.shape[-1]
+        top, index = (scores[:, :, None] + log_probs).view(B, -1).topk(2 * K, dim=-1)
+        new_scores = torch.full((B, K), float("-inf"))
+        new_beams = torch.zeros(B, K, dtype=torch.long)
+        new_tokens = torch.zeros(B, K, dtype=torch.long)
+        for b in range(B):
+            kept = 0
+            for r in range(2 * K):
+                s, k, w = top[b, r].item(), index[b, r].item() // V, index[b, r].item() % V
+                if w == eos:
+                    if r < K and s > float("-inf") and not done[b]:
+                        finished[b].append((s / step**alpha, history[b, k].tolist()))
+                elif kept < K:
+                    new_scores[b, kept], new_beams[b, kept], new_tokens[b, kept] = s, k, w
+                    kept += 1
+        history = torch.cat([history[torch.arange(B)[:, None], new_beams], new_tokens[..., None]], dim=-1)
+        scores = new_scores
+        state = state.index_select((torch.arange(B)[:, None] * K + new_beams).view(-1))
+        y = new_tokens.view(-1)
+        done = [d or len(f) >= K for d, f in zip(done, finished)]
+        if all(done):
+            break
+    for b in range(B):
+        if not done[b]:
+            live = [(scores[b, k].item() / max_len**alpha, history[b, k].tolist())
+                    for k in range(K) if scores[b, k] > float("-inf")]
+            finished[b].extend(live[: max(0, K - len(finished[b]))])
+    return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
+"""
 
 
-
-# ---------------------------------------------------------------------------------------------------------
-# ch10.q1 normalised_entropy
-
-K = "ch10.q1"
-ok(
-    K,
-    "xlogy and a per-sentence loop for the maximum",
-    """
-def normalised_entropy(weights, src_valid_lens):
-    entropy = -torch.special.xlogy(weights, weights).sum(-1)
-    out = torch.zeros_like(entropy)
-    for b in range(weights.shape[0]):
-        n = int(src_valid_lens[b])
-        if n > 1:
-            out[b] = entropy[b] / math.log(n)
-    return out
-""",
-)
-ok(
-    K,
-    "nan_to_num after the product",
-    """
-def normalised_entropy(weights, src_valid_lens):
-    terms = torch.nan_to_num(weights * torch.log(weights), nan=0.0)
-    h = -terms.sum(dim=2)
-    log_n = torch.log(src_valid_lens.to(weights.dtype)).unsqueeze(1)
-    return torch.where(log_n > 0, h / log_n, torch.zeros_like(h))
-""",
-)
-ok(
-    K,
-    "masked log with an epsilon",
-    """
-def normalised_entropy(weights, src_valid_lens):
-    h = -(weights * torch.log(weights + 1e-12)).sum(-1)
-    n = src_valid_lens.double().log().to(weights.dtype)[:, None]
-    return torch.where(n > 0, h / n.clamp(min=1e-12), torch.zeros_like(h))
-""",
-)
-wrong(
-    K,
-    "plain p log p",
-    ["log(0)", "nan"],
-    """
-def normalised_entropy(weights, src_valid_lens):
-    h = -(weights * torch.log(weights)).sum(-1)
-    return h / torch.log(src_valid_lens.float())[:, None]
-""",
-)
-wrong(
-    K,
-    "divides by the padded width",
-    ["num_keys", "padded"],
-    """
-def normalised_entropy(weights, src_valid_lens):
-    h = -torch.special.xlogy(weights, weights).sum(-1)
-    return h / math.log(weights.shape[-1])
-""",
-)
-wrong(
-    K,
-    "entropy in bits, not normalised",
-    ["not normalised", "base 2", "log(src_valid_lens)"],
-    """
-def normalised_entropy(weights, src_valid_lens):
-    p = weights.clamp(min=1e-30)
-    return -(weights * torch.log2(p)).sum(-1)
-""",
-)
-wrong(
-    K,
-    "one-key sentences divide by zero",
-    ["one real key", "0 / 0"],
-    """
-def normalised_entropy(weights, src_valid_lens):
-    h = -torch.special.xlogy(weights, weights).sum(-1)
-    return h / src_valid_lens.to(weights.dtype).log().unsqueeze(-1)
-""",
-)
-wrong(
-    K,
-    "forgot the minus sign",
-    ["sign"],
-    """
-def normalised_entropy(weights, src_valid_lens):
-    h = torch.special.xlogy(weights, weights).sum(-1)
-    n = src_valid_lens.to(weights.dtype).log()[:, None]
-    return torch.where(n > 0, h / n, torch.zeros_like(h))
-""",
-)
+def beam(old: str, new: str) -> str:
+    """BEAM_SEARCH with one learner's change (old must occur in it)."""
+    assert old in BEAM_SEARCH, old
+    return BEAM_SEARCH.replace(old, new)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# ch10.q2 concentration
+ok(K, "batched, a Python loop over each sentence's 2K best", BEAM_SEARCH)
+ok(
+    K,
+    "one sentence at a time, beams as lists",
+    """
+def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    results = []
+    for i in range(src.shape[0]):
+        state = model.decoder.init_state(model.encode(src[i : i + 1], src_valid_lens[i : i + 1]))
+        beams = [(0.0, [])]  # (log P, tokens) of each live prefix
+        state = state.index_select(torch.zeros(1, dtype=torch.long))
+        done = []
+        for step in range(1, max_len + 1):
+            y = torch.tensor([t[-1] if t else bos for _, t in beams])
+            logits, state, _ = model.decoder.step(y, state)
+            log_probs = torch.log_softmax(logits, dim=-1)
+            cands = [(s + log_probs[r, w].item(), r, w) for r, (s, _) in enumerate(beams)
+                     for w in range(log_probs.shape[-1])]
+            cands.sort(key=lambda c: -c[0])
+            keep = []
+            for rank, (s, r, w) in enumerate(cands):
+                if w == eos:
+                    if rank < beam_size:
+                        done.append((s / step**alpha, beams[r][1]))
+                elif len(keep) < beam_size:
+                    keep.append((s, r, w))
+                if len(keep) == beam_size and rank >= beam_size - 1:
+                    break
+            state = state.index_select(torch.tensor([r for _, r, _ in keep]))
+            beams = [(s, beams[r][1] + [w]) for s, r, w in keep]
+            if len(done) >= beam_size:
+                break
+        else:
+            done += [(s / max_len**alpha, t) for s, t in beams[: beam_size - len(done)]]
+        best = done[0]
+        for candidate in done[1:]:
+            if candidate[0] > best[0]:
+                best = candidate
+        results.append(best[1])
+    return results
+""",
+)
+wrong(
+    K,
+    "every beam starts with score 0",
+    ["first step", "-inf", "score 0", "same token"],
+    beam(
+        'scores = torch.full((B, K), float("-inf"))\n    scores[:, 0] = 0.0\n',
+        "scores = torch.zeros(B, K)\n",
+    ),
+)
+wrong(
+    K,
+    "length without the <eos>",
+    ["<eos>", "length"],
+    beam("finished[b].append((s / step**alpha,", "finished[b].append((s / max(step - 1, 1) ** alpha,"),
+)
+wrong(
+    K,
+    "every live beam joins at max_len",
+    ["max_len", "reach beam_size", "as many as"],
+    beam(
+        """        done = [d or len(f) >= K for d, f in zip(done, finished)]
+        if all(done):
+            break
+    for b in range(B):
+        if not done[b]:
+            live = [(scores[b, k].item() / max_len**alpha, history[b, k].tolist())
+                    for k in range(K) if scores[b, k] > float("-inf")]
+            finished[b].extend(live[: max(0, K - len(finished[b]))])
+""",
+        """        for b in range(B):
+            if step == max_len and not done[b]:
+                finished[b].extend((scores[b, k].item() / max_len**alpha, history[b, k].tolist())
+                                   for k in range(K) if scores[b, k] > float("-inf"))
+        done = [d or len(f) >= K for d, f in zip(done, finished)]
+        if all(done):
+            break
+""",
+    ),
+)
+wrong(
+    K,
+    "state does not follow the beams",
+    ["state", "follow"],
+    beam("        state = state.index_select((torch.arange(B)[:, None] * K + new_beams).view(-1))\n", ""),
+)
+wrong(
+    K,
+    "alpha ignored: raw log P",
+    ["alpha", "normalis"],
+    beam("finished[b].append((s / step**alpha,", "finished[b].append((s,").replace(
+        "scores[b, k].item() / max_len**alpha", "scores[b, k].item()"
+    ),
+)
+wrong(
+    K,
+    "new beams only among the beam_size best",
+    ["enough candidates", "beam_size best", "do not end in <eos>"],
+    beam("elif kept < K:", "elif kept < K and r < K:"),
+)
+wrong(
+    K,
+    "done at the first finished hypothesis",
+    ["beam_size finished", "first finished"],
+    beam("len(f) >= K for d, f", "len(f) >= 1 for d, f"),
+)
+wrong(
+    K,
+    "<eos> continued like any token, cut at the end",
+    ["<eos>", "finished"],
+    """
+def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    B, K = src.shape[0], beam_size
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = state.index_select(torch.arange(B).repeat_interleave(K))
+    scores = torch.full((B, K), float("-inf"))
+    scores[:, 0] = 0.0
+    y = torch.full((B * K,), bos, dtype=torch.long)
+    history = torch.zeros(B, K, 0, dtype=torch.long)
+    for _ in range(max_len):
+        logits, state, _ = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits, dim=-1).view(B, K, -1)
+        V = log_probs.shape[-1]
+        scores, index = (scores[:, :, None] + log_probs).view(B, -1).topk(K, dim=-1)
+        beams, tokens = index // V, index % V
+        history = torch.cat([history[torch.arange(B)[:, None], beams], tokens[..., None]], dim=-1)
+        state = state.index_select((torch.arange(B)[:, None] * K + beams).view(-1))
+        y = tokens.view(-1)
+    results = []
+    for b in range(B):
+        best, best_score = [], float("-inf")
+        for k in range(K):
+            tokens = history[b, k].tolist()
+            length = tokens.index(eos) + 1 if eos in tokens else len(tokens)
+            normalised = scores[b, k].item() / length**alpha
+            if normalised > best_score:
+                best, best_score = tokens[: length - (eos in tokens)], normalised
+        results.append(best)
+    return results
+""",
+)
+wrong(
+    K,
+    "calls the course's beam_search",
+    ["calls the course", "attn_course.decoding"],
+    """
+def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    from attn_course import decoding
 
-K = "ch10.q2"
-ok(
-    K,
-    "loop over sentences, slicing the real steps",
-    """
-def concentration(weights, tgt_valid_lens):
-    out = []
-    for b in range(weights.shape[0]):
-        column = weights[b, : int(tgt_valid_lens[b])].sum(0)
-        out.append(column.max() / column.sum())
-    return torch.stack(out)
-""",
-)
-ok(
-    K,
-    "einsum with a step mask",
-    """
-def concentration(weights, tgt_valid_lens):
-    T = weights.shape[1]
-    mask = (torch.arange(T)[None, :] < tgt_valid_lens[:, None]).to(weights.dtype)
-    columns = torch.einsum("bt,btk->bk", mask, weights)
-    return columns.amax(-1) / columns.sum(-1)
-""",
-)
-ok(
-    K,
-    "divide by the number of real steps (rows sum to 1)",
-    """
-def concentration(weights, tgt_valid_lens):
-    mask = torch.arange(weights.shape[1]).unsqueeze(0) < tgt_valid_lens.unsqueeze(1)
-    columns = (weights * mask.unsqueeze(-1)).sum(1)
-    return columns.max(1).values / tgt_valid_lens.to(weights.dtype)
-""",
-)
-wrong(
-    K,
-    "all steps, padded ones too",
-    ["padded decoder steps", "tgt_valid_lens"],
-    """
-def concentration(weights, tgt_valid_lens):
-    columns = weights.sum(dim=1)
-    return columns.max(dim=1).values / columns.sum(dim=1)
-""",
-)
-wrong(
-    K,
-    "mean of each step's peak weight",
-    ["largest weight", "column"],
-    """
-def concentration(weights, tgt_valid_lens):
-    mask = torch.arange(weights.shape[1])[None] < tgt_valid_lens[:, None]
-    peaks = weights.max(-1).values
-    return (peaks * mask).sum(1) / mask.sum(1)
-""",
-)
-wrong(
-    K,
-    "divides by the padded number of steps",
-    ["num_steps", "share"],
-    """
-def concentration(weights, tgt_valid_lens):
-    mask = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    columns = torch.where(mask, weights, torch.zeros_like(weights)).sum(1)
-    return columns.max(-1).values / weights.shape[1]
-""",
-)
-wrong(
-    K,
-    "the column mass, not its share",
-    ["share"],
-    """
-def concentration(weights, tgt_valid_lens):
-    mask = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    return (weights * mask).sum(1).max(-1).values
+    found = decoding.beam_search(model, src, src_valid_lens, bos=bos, eos=eos, max_len=max_len,
+                                 beam_size=beam_size, length_penalty_alpha=alpha)
+    return [h.tokens for h in found]
 """,
 )
 
@@ -2984,6 +3410,112 @@ def causal_padding_mask(valid_lens, num_steps):
     return future.unsqueeze(0) | padding.unsqueeze(1)
 """,
 )
+
+# ---------------------------------------------------------------------------------------------------------
+# ch11.q1 causal_padding_mask: more learners' answers
+
+K = "ch11.q1"
+ok(
+    K,
+    "key index at most min(i, valid_len - 1)",
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps, device=valid_lens.device)
+    last = torch.minimum(i[None, :, None], valid_lens[:, None, None] - 1)
+    return i[None, None, :] <= last
+""",
+)
+ok(
+    K,
+    "triu(1) negated, expanded, and a padding row",
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    future = torch.ones(num_steps, num_steps, dtype=torch.bool).triu(1)
+    padding = torch.arange(num_steps)[None, :] >= valid_lens[:, None]
+    return ~(future.expand(len(valid_lens), -1, -1) | padding.unsqueeze(1))
+""",
+)
+wrong(
+    K,
+    "padding masked on both axes",
+    ["both axes", "padded queries"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps)
+    real = i[None, :] < valid_lens[:, None]
+    return (i[:, None] >= i[None, :])[None] & real[:, None, :] & real[:, :, None]
+""",
+)
+wrong(
+    K,
+    "0/1 floats instead of booleans",
+    ["bool", "dtype"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    causal = torch.tril(torch.ones(num_steps, num_steps))
+    real = (torch.arange(num_steps)[None, :] < valid_lens[:, None]).float()
+    return causal[None] * real[:, None, :]
+""",
+)
+wrong(
+    K,
+    "or instead of and",
+    ["and", "both"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps)
+    causal = i[:, None] >= i[None, :]
+    real = i[None, :] < valid_lens[:, None]
+    return causal[None] | real[:, None, :]
+""",
+)
+wrong(
+    K,
+    "longest valid length for every sequence",
+    ["valid_lens[b]", "each sequence", "every sequence"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps)
+    causal = i[:, None] >= i[None, :]
+    return (causal & (i[None, :] < valid_lens.max()))[None].expand(len(valid_lens), -1, -1)
+""",
+)
+wrong(
+    K,
+    "valid_lens compared without its column axis",
+    ["valid_lens", "shape"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps)
+    causal = i[:, None] >= i[None, :]
+    real = i[None, :] < valid_lens
+    return causal[None] & real[:, None, :]
+""",
+)
+wrong(
+    K,
+    "a head axis added for sdpa",
+    ["shape", "(batch_size, num_steps, num_steps)"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    i = torch.arange(num_steps)
+    mask = (i[:, None] >= i[None, :])[None] & (i[None, :] < valid_lens[:, None])[:, None, :]
+    return mask[:, None]
+""",
+)
+wrong(
+    K,
+    "calls the course's attention_lens",
+    ["calls the course", "attn_course.multihead"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    from attn_course.multihead import attention_lens
+
+    lens = attention_lens(valid_lens, len(valid_lens), num_steps, num_steps, True, valid_lens.device)
+    return torch.arange(num_steps)[None, None, :] < lens[..., None]
+""",
+)
+
 
 # ---------------------------------------------------------------------------------------------------------
 # ch11.q2 multi_head_attention
@@ -3080,5 +3612,117 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
         outputs.append(alpha @ v[..., part])
         weights.append(alpha)
     return torch.cat(outputs, dim=-1), torch.stack(weights, dim=1)
+""",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch11.q2 multi_head_attention: more learners' answers
+
+K = "ch11.q2"
+MULTI_HEAD = """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    B, nq, d = queries.shape
+    nk, h = keys.shape[1], num_heads
+
+    def split(X):
+        return X.reshape(X.shape[0], X.shape[1], h, d // h).transpose(1, 2).reshape(B * h, X.shape[1], d // h)
+
+    Q, K_, V = split(queries @ W_q.T), split(keys @ W_k.T), split(values @ W_v.T)
+    lens = None if valid_lens is None else valid_lens.repeat_interleave(h, dim=0)
+    weights = masked_softmax(Q @ K_.transpose(1, 2) / math.sqrt(d // h), lens)
+    out = (weights @ V).reshape(B, h, nq, d // h).transpose(1, 2).reshape(B, nq, d)
+    return out @ W_o.T, weights.reshape(B, h, nq, nk)
+"""
+
+
+def multi_head(old: str, new: str) -> str:
+    """MULTI_HEAD with one learner's change (old must occur in it)."""
+    assert old in MULTI_HEAD, old
+    return MULTI_HEAD.replace(old, new)
+
+
+ok(K, "batch and heads folded, repeat_interleave on dim 0", MULTI_HEAD)
+ok(
+    K,
+    "a loop over the heads, torch.cat",
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    d = queries.shape[-1]
+    d_head = d // num_heads
+    Q, K_, V = queries @ W_q.T, keys @ W_k.T, values @ W_v.T
+    outs, all_weights = [], []
+    for k in range(num_heads):
+        part = slice(k * d_head, (k + 1) * d_head)
+        scores = torch.bmm(Q[..., part], K_[..., part].transpose(1, 2)) / d_head**0.5
+        weights = masked_softmax(scores, valid_lens)
+        outs.append(torch.bmm(weights, V[..., part]))
+        all_weights.append(weights)
+    return torch.cat(outs, dim=-1) @ W_o.T, torch.stack(all_weights, dim=1)
+""",
+)
+wrong(
+    K,
+    "features dealt to the heads in turn",
+    ["split", "features"],
+    multi_head(
+        "X.reshape(X.shape[0], X.shape[1], h, d // h).transpose(1, 2)",
+        "X.reshape(X.shape[0], X.shape[1], d // h, h).permute(0, 3, 1, 2)",
+    ),
+)
+wrong(
+    K,
+    "scaled by sqrt(d)",
+    ["sqrt", "d_head"],
+    multi_head("/ math.sqrt(d // h)", "/ math.sqrt(d)"),
+)
+wrong(
+    K,
+    "projections applied as X @ W",
+    ["W.T", "transpose", "nn.Linear"],
+    multi_head("split(queries @ W_q.T), split(keys @ W_k.T), split(values @ W_v.T)",
+               "split(queries @ W_q), split(keys @ W_k), split(values @ W_v)"),
+)
+wrong(
+    K,
+    "valid_lens ignored",
+    ["valid_lens", "padding", "padded"],
+    multi_head("masked_softmax(Q @ K_.transpose(1, 2) / math.sqrt(d // h), lens)",
+               "torch.softmax(Q @ K_.transpose(1, 2) / math.sqrt(d // h), dim=-1)"),
+)
+wrong(
+    K,
+    "weights returned with heads folded into the batch",
+    ["weights", "shape", "(batch_size, num_heads"],
+    multi_head("weights.reshape(B, h, nq, nk)", "weights"),
+)
+wrong(
+    K,
+    "merged without moving the heads back",
+    ["merge", "head order", "concatenat"],
+    multi_head("(weights @ V).reshape(B, h, nq, d // h).transpose(1, 2).reshape(B, nq, d)",
+               "(weights @ V).reshape(B, nq, d)"),
+)
+wrong(
+    K,
+    "per-query lengths flattened by repeat_interleave",
+    ["(batch_size, num_queries)", "per-query", "valid_lens"],
+    multi_head("valid_lens.repeat_interleave(h, dim=0)", "valid_lens.repeat_interleave(h)"),
+)
+wrong(
+    K,
+    "calls the course's MultiHeadAttention",
+    ["calls the course", "attn_course.multihead"],
+    """
+def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
+    from attn_course.multihead import MultiHeadAttention
+
+    layer = MultiHeadAttention(queries.shape[-1], num_heads, bias=False).to(queries.dtype)
+    with torch.no_grad():
+        layer.W_q.weight.copy_(W_q)
+        layer.W_k.weight.copy_(W_k)
+        layer.W_v.weight.copy_(W_v)
+        layer.W_o.weight.copy_(W_o)
+    return layer(queries, keys, values, valid_lens)
 """,
 )

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import functools
 import json
+import linecache
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+from learner_answers import ANSWERS
+from learner_answers import define as define_answer
 from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -63,6 +67,14 @@ def test_untouched_stub_answers_not_attempted(key: str) -> None:
 def keep_mask(valid_lens, num_queries, num_keys):
     lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
     return (torch.arange(num_keys) < lens).expand(-1, num_queries, -1)
+
+
+def written_masked_softmax(scores, valid_lens=None):
+    """A masked softmax as a learner writes it (ch1.q2's answers may not call the package's own)."""
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, torch.finfo(scores.dtype).min), dim=-1) * keep
 
 
 def mask_d2l_in_place(X, valid_len, value=0):
@@ -145,11 +157,11 @@ def softmax_fill_minus_1e6_in_dtype(scores, valid_lens=None):
 
 def softmax_float32_out(scores, valid_lens=None):
     half = scores.dtype in (torch.float16, torch.bfloat16)
-    return masked_softmax(scores.float() if half else scores, valid_lens)
+    return written_masked_softmax(scores.float() if half else scores, valid_lens)
 
 
 def softmax_detached(scores, valid_lens=None):
-    return masked_softmax(scores.detach(), valid_lens)
+    return written_masked_softmax(scores.detach(), valid_lens)
 
 
 def nw_softmax_over_queries(queries, keys, values, sigma):
@@ -1128,7 +1140,7 @@ def softmax_unstabilised(scores, valid_lens=None):
 def softmax_keeps_one_too_many(scores, valid_lens=None):
     if valid_lens is None:
         return F.softmax(scores, dim=-1)
-    return masked_softmax(scores, valid_lens + 1)
+    return written_masked_softmax(scores, valid_lens + 1)
 
 
 def softmax_zero_filled(scores, valid_lens=None):
@@ -1283,7 +1295,7 @@ def beam_scores_last(beam_scores, log_probs, beam_size):
 def softmax_first_column(scores, valid_lens=None):
     if valid_lens is not None and valid_lens.dim() == 2:
         valid_lens = valid_lens[:, 0]
-    return masked_softmax(scores, valid_lens)
+    return written_masked_softmax(scores, valid_lens)
 
 
 def attention_first_column(queries, keys, values, valid_lens=None):
@@ -1358,7 +1370,7 @@ def beam(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha, bug
         y = torch.tensor([token for _, token in keep])
         for b in range(batch_size):
             if not done[b] and t + 1 == max_len:
-                room = K if bug == "eos_ignored" else K - len(finished[b])
+                room = K if bug == "eos_ignored" else max(0, K - len(finished[b]))
                 live = [k for k in range(K) if scores[b, k] > -math.inf][:room]
                 finished[b] += [(scores[b, k].item() / lp(t + 1), prefixes[b * K + k]) for k in live]
             enough = len(finished[b]) >= (1 if bug == "first_stops" else K)
@@ -1392,61 +1404,6 @@ def beam_search_sentence_by_sentence(model, src, src_valid_lens, **kwargs):
     """A correct alternative: one sentence at a time, through the batched solution."""
     solve = define("ch6.q3", checks.EXERCISES["ch6.q3"].solution_code)
     return [solve(model, src[i : i + 1], src_valid_lens[i : i + 1], **kwargs)[0] for i in range(src.shape[0])]
-
-
-# ch9: scheduled sampling's decay and one step's inputs
-def decay_one_minus(step, k):
-    return 1 - k / (k + math.exp(step / k))
-
-
-def decay_without_k_in_exponent(step, k):
-    return k / (k + math.exp(step))
-
-
-def decay_one_in_denominator(step, k):
-    return k / (1 + math.exp(step / k))
-
-
-def decay_plain_sigmoid(step, k):
-    return 1 / (1 + math.exp(step / k))
-
-
-def decay_rising(step, k):
-    return 1 / (1 + math.exp(-step / k))
-
-
-def decay_flipped_sign(step, k):
-    return k / (k + math.exp(-step / k))
-
-
-def decay_overflows(step, k):
-    return k / (k + math.exp(step / k))
-
-
-def mix_inverted(gold, prev_logits, ratio, coins):
-    return torch.where(coins >= ratio, gold, prev_logits.argmax(-1))
-
-
-def mix_at_most(gold, prev_logits, ratio, coins):
-    return torch.where(coins <= ratio, gold, prev_logits.argmax(-1))
-
-
-def mix_one_coin(gold, prev_logits, ratio, coins):
-    return gold.clone() if coins[0] < ratio else prev_logits.argmax(-1)
-
-
-def mix_values(gold, prev_logits, ratio, coins):
-    return torch.where(coins < ratio, gold.float(), prev_logits.max(-1).values)
-
-
-def mix_batch_axis(gold, prev_logits, ratio, coins):
-    return torch.where(coins < ratio, gold, prev_logits.argmax(0))
-
-
-def mix_in_place(gold, prev_logits, ratio, coins):
-    own = coins >= ratio
-    gold[own] = prev_logits.argmax(-1)[own]
-    return gold
 
 
 # ch11: the causal + padding mask and multi-head attention, written wrong as learners write them.
@@ -1744,110 +1701,10 @@ MUTANTS = [
     ("ch4.q2", aer_without_possible, "you left out |A ∩ P|"),
     ("ch5.q3", local_window_after_softmax, "the window was applied after it"),
     ("ch6.q2", beam_multiplied, "You multiplied the scores"),
-    ("ch9.q1", decay_one_minus, "You returned 1 - eps_i"),
-    ("ch9.q1", decay_without_k_in_exponent, "The exponent is i / k, not i"),
-    ("ch9.q1", decay_one_in_denominator, "not 1 + exp(i / k)"),
-    ("ch9.q1", decay_plain_sigmoid, "a plain sigmoid"),
-    ("ch9.q1", decay_rising, "Your ratio rises"),
-    ("ch9.q1", decay_flipped_sign, "sign is flipped"),
-    ("ch9.q1", decay_overflows, "math.exp overflows"),
-    ("ch9.q2", mix_inverted, "The coin test is inverted"),
-    ("ch9.q2", mix_at_most, "`coins <= ratio`"),
-    ("ch9.q2", mix_one_coin, "One coin decided for the whole batch"),
-    ("ch9.q2", mix_values, "not its index"),
-    ("ch9.q2", mix_batch_axis, "argmax ran over the batch"),
-    ("ch9.q2", mix_in_place, "changed its input `gold` in place"),
 ]
 
 
-# ch10: the entropy and the concentration of attention weights, as learners get them wrong.
-def entropy_log_of_zero(weights, src_valid_lens):
-    entropy = -(weights * weights.log()).sum(-1)
-    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
-
-
-def entropy_over_padded_keys(weights, src_valid_lens):
-    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))
-    entropy = -(weights * logs).sum(-1)
-    return torch.where(src_valid_lens[:, None] > 1, entropy / math.log(weights.shape[-1]), 0.0)
-
-
-def entropy_in_nats(weights, src_valid_lens):
-    return -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
-
-
-def entropy_bits_over_nats(weights, src_valid_lens):
-    entropy = -(weights * torch.nan_to_num(torch.log2(weights), neginf=0.0)).sum(-1)
-    most = src_valid_lens.to(weights.dtype).log()[:, None]
-    return torch.where(most > 0, entropy / most, torch.zeros_like(entropy))
-
-
-def entropy_in_bits(weights, src_valid_lens):
-    return -(weights * torch.log2(weights.clamp_min(1e-30))).sum(-1)
-
-
-def entropy_without_minus(weights, src_valid_lens):
-    entropy = (weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
-    most = src_valid_lens.to(weights.dtype).log()[:, None]
-    return torch.where(most > 0, entropy / most, torch.zeros_like(entropy))
-
-
-def entropy_one_key_nan(weights, src_valid_lens):
-    entropy = -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(-1)
-    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
-
-
-def entropy_over_steps(weights, src_valid_lens):
-    entropy = -(weights * torch.where(weights > 0, weights.log(), torch.zeros_like(weights))).sum(1)
-    return entropy / src_valid_lens.to(weights.dtype).log()[:, None]
-
-
-def concentration_all_steps(weights, tgt_valid_lens):
-    column = weights.sum(1)
-    return column.max(-1).values / column.sum(-1)
-
-
-def concentration_mass(weights, tgt_valid_lens):
-    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    return (weights * real).sum(1).max(-1).values
-
-
-def concentration_over_num_steps(weights, tgt_valid_lens):
-    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    return (weights * real).sum(1).max(-1).values / weights.shape[1]
-
-
-def concentration_row_peaks(weights, tgt_valid_lens):
-    real = torch.arange(weights.shape[1])[None, :] < tgt_valid_lens[:, None]
-    return (weights.max(-1).values * real).sum(1) / tgt_valid_lens
-
-
-def concentration_mean_column(weights, tgt_valid_lens):
-    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    column = (weights * real).sum(1)
-    return column.mean(-1) / column.sum(-1)
-
-
-def concentration_argmax(weights, tgt_valid_lens):
-    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]
-    return (weights * real).sum(1).argmax(-1)
-
-
 MUTANTS += [
-    ("ch10.q1", entropy_log_of_zero, "log(0) is -inf"),
-    ("ch10.q1", entropy_over_padded_keys, "log(num_keys), the padded length"),
-    ("ch10.q1", entropy_in_nats, "Not normalised"),
-    ("ch10.q1", entropy_bits_over_nats, "log base 2"),
-    ("ch10.q1", entropy_in_bits, "the entropy in bits"),
-    ("ch10.q1", entropy_without_minus, "The sign"),
-    ("ch10.q1", entropy_one_key_nan, "one real key"),
-    ("ch10.q1", entropy_over_steps, "summed over the decoder steps"),
-    ("ch10.q2", concentration_all_steps, "padded decoder steps were counted"),
-    ("ch10.q2", concentration_mass, "not its share"),
-    ("ch10.q2", concentration_over_num_steps, "divided by num_steps"),
-    ("ch10.q2", concentration_row_peaks, "each row's largest weight"),
-    ("ch10.q2", concentration_mean_column, "the mean column"),
-    ("ch10.q2", concentration_argmax, "an index"),
     ("ch11.q1", causal_mask_triu, "This is the upper triangle"),
     ("ch11.q1", causal_mask_strict, "the diagonal is masked"),
     ("ch11.q1", causal_mask_padding_on_queries, "runs along the queries"),
@@ -1866,6 +1723,49 @@ MUTANTS += [
 ]
 
 
+def learner(key: str, label: str) -> object:
+    """The wrong answer of tests/learner_answers.py labelled `label`, as a mutant."""
+    (answer,) = [a for a in ANSWERS if a.key == key and a.label == label]
+    return define_answer(answer)
+
+
+# Mistakes found by learners' answers: each is the verdict on one of them.
+MUTANTS += [
+    ("ch1.q3", learner("ch1.q3", "no minus"), "The minus sign is missing"),
+    ("ch1.q3", learner("ch1.q3", "no minus naive exp"), "inf / inf is NaN"),
+    ("ch1.q3", learner("ch1.q3", "naive exp with an epsilon in the denominator"), "the epsilon"),
+    ("ch1.q3", learner("ch1.q3", "sum without keepdim"), "keepdim=True"),
+    ("ch1.q3", learner("ch1.q3", "max subtracted without keepdim"), "keepdim=True"),
+    ("ch1.q3", learner("ch1.q3", "squeeze() drops the key axis of a single key"), "without a dim"),
+    ("ch1.q3", learner("ch1.q3", "calls the course's nadaraya_watson"), "calls the course's own"),
+    ("ch2.q5", learner("ch2.q5", "softmax over all keys, padding zeroed afterwards"), "*before* the softmax"),
+    ("ch2.q5", learner("ch2.q5", "<= in the mask"), "keeps one padded key"),
+    ("ch2.q5", learner("ch2.q5", "rewritten with the course's masked_softmax"), "own `attn_course.masking"),
+    ("ch3.q3", learner("ch3.q3", "calls the course's encoder"), "calls the course's own"),
+    ("ch5.q4", learner("ch5.q4", "centre detached"), "No gradient reaches W_p and v_p"),
+    ("ch5.q4", learner("ch5.q4", "centre computed under no_grad"), "No gradient reaches W_p and v_p"),
+    ("ch5.q4", learner("ch5.q4", "centre rounded to a position"), "p_t was rounded"),
+    ("ch6.q3", learner("ch6.q3", "every beam starts with score 0"), "Every beam started with score 0"),
+    ("ch6.q3", learner("ch6.q3", "length without the <eos>"), "left out the <eos>"),
+    ("ch6.q3", learner("ch6.q3", "every live beam joins at max_len"), "every live beam joined"),
+    ("ch6.q3", learner("ch6.q3", "new beams only among the beam_size best"), "enough candidates"),
+    ("ch6.q3", learner("ch6.q3", "<eos> continued like any token, cut at the end"), "cut at their"),
+    ("ch6.q3", learner("ch6.q3", "done at the first finished hypothesis"), "stopped when its first"),
+    ("ch6.q3", learner("ch6.q3", "calls the course's beam_search"), "calls the course's own"),
+    ("ch11.q1", learner("ch11.q1", "padding masked on both axes"), "alone or on both axes"),
+    ("ch11.q1", learner("ch11.q1", "or instead of and"), "combined with `|`"),
+    ("ch11.q1", learner("ch11.q1", "calls the course's attention_lens"), "calls the course's own"),
+    ("ch11.q2", learner("ch11.q2", "projections applied as X @ W"), "applied as `X @ W`"),
+    ("ch11.q2", learner("ch11.q2", "features dealt to the heads in turn"), "every num_heads-th feature"),
+    ("ch11.q2", learner("ch11.q2", "calls the course's MultiHeadAttention"), "calls the course's own"),
+]
+
+
+#: Chapters 9 and 10's exercises have their mutation tests in tests/test_checks_ch9_ch10.py.
+ELSEWHERE = ("ch9.", "ch10.")
+MUTATED = [key for key in checks.EXERCISES if not key.startswith(ELSEWHERE)]
+
+
 @functools.cache
 def verdict(key: str, mutant: object) -> checks.CheckResult:
     """The check's verdict on a mutant (computed once: two tests read it)."""
@@ -1882,7 +1782,7 @@ def test_known_wrong_answer_is_rejected_with_its_hint(key: str, mutant: object, 
     assert "Traceback" not in result.message
 
 
-@pytest.mark.parametrize("key", list(checks.EXERCISES))
+@pytest.mark.parametrize("key", MUTATED)
 def test_every_named_mistake_is_the_verdict_on_some_mutant(key: str) -> None:
     # A mistake that always shares its output with another (never the only match of a case, never ahead on
     # the cases for and against it) never fires; only a mutant whose verdict is that mistake's hint shows that
@@ -1897,7 +1797,7 @@ def test_every_named_mistake_is_the_verdict_on_some_mutant(key: str) -> None:
 
 
 def test_every_exercise_has_at_least_three_mutants() -> None:
-    counts = {key: sum(k == key for k, _, _ in MUTANTS) for key in checks.EXERCISES}
+    counts = {key: sum(k == key for k, _, _ in MUTANTS) for key in MUTATED}
     assert min(counts.values()) >= 3, counts
 
 
@@ -2003,7 +1903,7 @@ def test_an_unfinished_branch_is_incorrect_not_unattempted() -> None:
     def per_sequence_only(scores, valid_lens=None):
         if valid_lens is not None and valid_lens.dim() == 2:
             raise NotImplementedError
-        return masked_softmax(scores.clone(), valid_lens)
+        return written_masked_softmax(scores.clone(), valid_lens)
 
     result = checks.EXERCISES["ch1.q2"].evaluate(per_sequence_only)
     assert result.status == checks.FAILED
@@ -2049,7 +1949,7 @@ def test_hidden_seeds_and_cases_are_added_after_the_shipped_ones() -> None:
 
 def test_hidden_cases_can_fail_an_answer_the_shipped_cases_pass() -> None:
     def works_for_small_keys_only(scores, valid_lens=None):
-        weights = masked_softmax(scores, valid_lens)
+        weights = written_masked_softmax(scores, valid_lens)
         return weights if scores.shape[-1] <= 6 else weights.flip(-1)
 
     exercise = checks.EXERCISES["ch1.q2"]
@@ -2316,3 +2216,112 @@ def test_solution_passes_the_hidden_template_cases_too(key: str) -> None:
     result = exercise.evaluate(define(key, exercise.solution_code), hidden)
     assert result.passed, result.message
     assert result.cases_total == 3 * len(exercise.specs) + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# How a check chooses a diagnosis, and delegation to the course's own functions
+
+
+def doubling(mistakes: list[checks.Mistake], error_hints: tuple[checks.ErrorHint, ...] = ()) -> object:
+    """A toy exercise: return 2 x, on x = 1, 2 and 3."""
+    return checks.Exercise(
+        "toy.q1", "double", "double", solution="def double(x):\n    return 2 * x\n", hint="", covers="",
+        defaults={"x": 1}, specs=[{"x": 1}, {"x": 2}, {"x": 3}],
+        build=lambda spec: checks.Case(f"x = {spec['x']}", {"x": spec["x"]}, spec),
+        call=lambda answer, i: answer(i["x"]), reference=lambda i: 2 * i["x"],
+        mistakes=mistakes, error_hints=error_hints,
+    )
+
+
+TRIPLES = checks.Mistake("You tripled x.", lambda i: 3 * i["x"])
+
+
+def test_a_mistake_is_named_when_every_failing_case_agrees_on_it() -> None:
+    result = doubling([TRIPLES]).evaluate(lambda x: 3 * x)
+    assert result.message.startswith("You tripled x.\n")
+
+
+def test_no_mistake_is_named_when_a_failing_case_disagrees() -> None:
+    result = doubling([TRIPLES]).evaluate(lambda x: 3 * x if x == 1 else 5 * x)
+    assert not result.passed and "tripled" not in result.message
+    assert result.message.startswith("The result is 3, expected 2.")
+
+
+def test_a_failing_case_the_mistake_would_get_right_speaks_against_it() -> None:
+    only_odd = checks.Mistake("You tripled odd x.", lambda i: 3 * i["x"] if i["x"] % 2 else 2 * i["x"])
+    result = doubling([only_odd]).evaluate(lambda x: 3 * x)
+    assert "odd" not in result.message
+
+
+def test_a_case_that_raised_counts_neither_for_nor_against_a_mistake() -> None:
+    def triples_or_raises(x):
+        if x == 2:
+            raise ValueError("no")
+        return 3 * x
+
+    assert doubling([TRIPLES]).evaluate(triples_or_raises).message.startswith("You tripled x.\n")
+
+
+def test_the_fallback_says_which_outputs_differ() -> None:
+    exercise = checks.EXERCISES["ch5.q4"]
+    solve = define("ch5.q4", exercise.solution_code)
+
+    def wrong_weights(*args):
+        centres, weights = solve(*args)
+        return centres, weights.flip(-1)
+
+    message = exercise.evaluate(wrong_weights).message
+    assert "What differs: the weights in" in message and "the centres p_t agree" in message
+
+
+def cell_function(source: str, filename: str) -> object:
+    """The function `source` defines, compiled as a notebook cell is (its lines in linecache)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["double"]
+
+
+def test_an_error_hint_can_require_the_learners_line() -> None:
+    exercise = doubling([], (checks.ErrorHint("ValueError", "Mind the keepdim.", line=r"keepdim"),))
+    elsewhere = cell_function("def double(x):\n    raise ValueError(x)\n", "<cell 1>")
+    on_the_line = cell_function("def double(x):\n    raise ValueError(x)  # keepdim\n", "<cell 2>")
+    assert exercise.evaluate(elsewhere).message.startswith("Your code raised ValueError")
+    assert exercise.evaluate(on_the_line).message.startswith("Mind the keepdim.")
+
+
+def test_an_answer_that_calls_the_course_function_it_re_implements_fails() -> None:
+    def nadaraya_watson(queries, keys, values, sigma):
+        from attn_course import lookup as mine
+
+        return mine.nadaraya_watson(queries, keys, values, sigma)
+
+    result = checks.EXERCISES["ch1.q3"].evaluate(nadaraya_watson)
+    assert not result.passed
+    assert "calls the course's own `attn_course.lookup.nadaraya_watson`" in result.message
+
+
+def test_an_answer_may_call_what_its_prompt_allows_but_not_what_it_forbids() -> None:
+    allowed = checks.EXERCISES["ch2.q1"]  # its model answer calls masked_softmax
+    assert allowed.evaluate(define("ch2.q1", allowed.solution_code)).passed
+    forbidden = learner("ch2.q5", "rewritten with the course's masked_softmax")
+    result = checks.EXERCISES["ch2.q5"].evaluate(forbidden)
+    assert "calls the course's own `attn_course.masking.masked_softmax`" in result.message
+
+
+def test_a_function_switched_off_while_grading_reads_as_delegation() -> None:
+    exercise = checks.EXERCISES["ch1.q3"]
+    cases = exercise.cases()
+    message = (
+        "attn_course.lookup.nadaraya_watson is switched off while grading: ch1.q3 asks you to write "
+        "`nadaraya_watson` yourself"
+    )
+    error = {"type": "RuntimeError", "where": "line 2", "message": message}
+    result = exercise.judge(cases, [{"status": "error", "error": error}] * len(cases))
+    assert "calls the course's own `attn_course.lookup.nadaraya_watson`" in result.message
+
+
+def test_the_call_watch_restores_the_profiler_it_found() -> None:
+    before = sys.getprofile()
+    checks.EXERCISES["ch1.q3"].evaluate(learner("ch1.q3", "calls the course's nadaraya_watson"))
+    assert sys.getprofile() is before

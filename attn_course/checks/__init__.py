@@ -48,8 +48,8 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
-from attn_course.checks.ch9_dynamics import INVERSE_SIGMOID, MIX_INPUTS
-from attn_course.checks.ch10_diagnosis import CONCENTRATION, NORMALISED_ENTROPY
+from attn_course.checks.ch9_dynamics import EXPOSURE, HALF_WAY
+from attn_course.checks.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY
 from attn_course.checks.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
 from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
@@ -101,8 +101,8 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
-    9: (INVERSE_SIGMOID, MIX_INPUTS),
-    10: (NORMALISED_ENTROPY, CONCENTRATION),
+    9: (EXPOSURE, HALF_WAY),
+    10: (MEAN_ENTROPY, MEAN_CONCENTRATION, DIAGNOSIS),
     11: (CAUSAL_MASK, MULTI_HEAD),
 }
 

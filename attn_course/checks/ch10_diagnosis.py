@@ -1,264 +1,520 @@
-"""Chapter 10's exercises, diagnosing attention: `normalised_entropy` (ch10.q1), each decoder step's entropy
-over the real keys divided by its largest value, and `concentration` (ch10.q2), the largest share of a
-sentence's attention on one source position, over its real decoder steps.
+"""Chapter 10's exercises, diagnosing attention from its weights alone: the mean normalised entropy of a
+batch's real decoder steps (ch10.q1), the mean concentration of its sentences (ch10.q2), and the verdict on a
+model from both, healthy, frozen or lazy (ch10.q3).
 
-The cases are the weights a decoder produces: a masked softmax of seeded scores (exact zeros on padded keys),
-sharp and flat rows, one-key sentences, and padded decoder steps that hold real-looking rows (a decoder
-computes attention at every step of the padded batch). The references are `attn_course.diagnostics`.
+Every case is one generated set of sentences of one kind -- healthy (each step peaks on its own word), frozen
+(near-uniform rows) or lazy (every step on <eos>) -- shown five ways: [0] as a decoder gives it (float32, rows
+summing to 1, zeros on the padding), [1] with leftovers on the padded keys and steps (an unmasked softmax),
+[2] with every real row scaled by its own positive factor, [3] in float16 and [4] in bfloat16. The learner's
+function runs on each; the output is the five results, so a message says which presentation differs. The
+references are `attn_course.diagnostics` on the rows cleaned and normalised over the real keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import torch
 
+from attn_course.checks.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import seeded_randn, spec_dtype, spec_generator, spec_lengths, spec_size
-from attn_course.masking import masked_softmax
+from attn_course.checks.inputs import spec_generator, spec_lengths, spec_size
+
+_PACKAGE = [
+    "attn_course.diagnostics.attention_entropy",
+    "attn_course.diagnostics.mean_entropy",
+    "attn_course.diagnostics.attention_concentration",
+    "attn_course.diagnostics.diagnose",
+]
+_VIEWS = ("as given", "leftovers on the padding", "rows rescaled", "float16", "bfloat16")
+_VERDICTS = {"looking": "healthy", "near-uniform": "frozen", "collapsed": "lazy"}
+#: The dtype each presentation's number is compared in: a half-precision view's result is judged to its
+#: dtype's tolerance, so an answer computed in that dtype passes as long as it is not NaN.
+_OUT_DTYPES = (torch.float32, torch.float32, torch.float32, torch.float16, torch.bfloat16)
 
 
-def _weights_case(spec: dict[str, Any]) -> Case:
-    gen, dtype = spec_generator(spec), spec_dtype(spec)
-    b, t, s = (spec_size(spec, n) for n in ("batch_size", "num_steps", "num_keys"))
-    src_lens = spec_lengths(spec["src_valid_lens"], (b,), s, gen, "src_valid_lens", low=1)
-    tgt_lens = spec_lengths(spec["tgt_valid_lens"], (b,), t, gen, "tgt_valid_lens", low=1)
-    scores = seeded_randn((b, t, s), gen, torch.float64, spec["scale"])
-    weights = masked_softmax(scores, src_lens).to(dtype)
-    label = (
-        f"weights {(b, t, s)} ({spec['dtype']}, scores of scale {spec['scale']}), src_valid_lens "
-        f"{src_lens.tolist()}, tgt_valid_lens {tgt_lens.tolist()}"
-    )
-    inputs = {"weights": weights, "src_valid_lens": src_lens, "tgt_valid_lens": tgt_lens}
-    return Case(label, inputs, spec, "the result")
+def _names(what: str) -> tuple[str, ...]:
+    """`what` of each presentation, for messages: "the mean concentration of [3] float16"."""
+    return tuple(f"{what} of [{i}] {view}" for i, view in enumerate(_VIEWS))
 
 
-_DEFAULTS = {
-    "seed": 0,
-    "batch_size": 3,
-    "num_steps": 4,
-    "num_keys": 5,
-    "scale": 2.0,
-    "dtype": "float32",
-    "src_valid_lens": "random",
-    "tgt_valid_lens": "random",
-}
+def _as_output(results: list[Any]) -> tuple[Any, ...]:
+    """Five results as the check compares them: verdicts as they are, numbers as 0-dim tensors."""
+    if any(isinstance(r, str) for r in results):
+        return tuple(results)
+    return tuple(torch.tensor(float(r), dtype=d) for r, d in zip(results, _OUT_DTYPES, strict=True))
+
+
+# ----------------------------------------------------------------------------------------------------
+# The weight sets
+
+
+def _real_masks(src: torch.Tensor, tgt: torch.Tensor, num_steps: int, num_keys: int
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(batch, num_steps, 1) real steps and (batch, 1, num_keys) real keys, bool."""
+    steps = torch.arange(num_steps)[None, :, None] < tgt[:, None, None]
+    keys = torch.arange(num_keys)[None, None, :] < src[:, None, None]
+    return steps, keys
+
+
+def _scores(kind: str, gen: torch.Generator, steps: int, keys: int) -> torch.Tensor:
+    """The scores (steps, keys) of one sentence of `kind`, float64."""
+    noise = torch.randn(steps, keys, generator=gen, dtype=torch.float64)
+    if kind == "frozen":
+        return 0.05 * noise
+    if kind == "lazy":
+        scores = 0.5 * noise
+        scores[:, -1] += 4.0                                            # <eos>, the last real key
+        return scores
+    centre = torch.linspace(keys - 1, 0, steps, dtype=torch.float64)    # reversed order, as in a reversal
+    position = torch.arange(keys, dtype=torch.float64)
+    return -1.5 * (position[None] - centre[:, None]) ** 2 + 0.3 * noise
+
+
+def _views(clean: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, gen: torch.Generator
+           ) -> list[torch.Tensor]:
+    """The five presentations of clean float64 weights (rows summing to 1, zeros on the padding)."""
+    batch, num_steps, num_keys = clean.shape
+    real_steps, real_keys = _real_masks(src, tgt, num_steps, num_keys)
+    leftover = 0.6 + 0.2 * torch.rand(batch, 1, 1, generator=gen, dtype=torch.float64)
+    first_pad = torch.arange(num_keys)[None, None, :] == src[:, None, None]
+    junk = clean * (1 - leftover) + leftover * first_pad * real_steps         # real rows: weight on a pad
+    junk = torch.where(real_steps, junk, torch.zeros_like(junk))
+    junk[..., 0] += (~real_steps[..., 0]).double()                            # padded steps: one-hot on key 0
+    factors = torch.exp(torch.empty(batch, num_steps, 1, dtype=torch.float64).uniform_(-3.0, -0.7,
+                                                                                        generator=gen))
+    scaled = clean * factors
+    return [clean.float(), junk.float(), scaled.float(), clean.half(), clean.bfloat16()]
+
+
+def _set_builder(names: str | tuple[str, ...]) -> Callable[[dict[str, Any]], Case]:
+    """The case builder of an exercise whose output is called `names`."""
+    return lambda spec: _set_case(spec, names)
+
+
+def _set_case(spec: dict[str, Any], names: str | tuple[str, ...]) -> Case:
+    gen, kind = spec_generator(spec), spec["kind"]
+    if kind not in ("healthy", "frozen", "lazy"):
+        raise ValueError(f"kind must be 'healthy', 'frozen' or 'lazy', got {kind!r}")
+    batch = spec_size(spec, "batch_size")
+    most_keys, most_steps = spec_size(spec, "num_keys"), spec_size(spec, "num_steps")
+    src = spec_lengths(spec["src_valid_lens"], (batch,), most_keys, gen, "src_valid_lens",
+                       low=spec_size(spec, "min_keys"))
+    tgt = spec_lengths(spec["tgt_valid_lens"], (batch,), most_steps, gen, "tgt_valid_lens",
+                       low=spec_size(spec, "min_steps"))
+    num_steps, num_keys = int(tgt.max()) + 1, int(src.max()) + 1          # every sentence has padding
+    clean = torch.zeros(batch, num_steps, num_keys, dtype=torch.float64)
+    for b, (s, t) in enumerate(zip(src.tolist(), tgt.tolist(), strict=True)):
+        clean[b, :t, :s] = torch.softmax(_scores(kind, gen, t, s), dim=-1)
+    views = _views(clean, src, tgt, gen)
+    label = (f"{batch} sentences of {kind} attention, weights {tuple(clean.shape)}, src_valid_lens "
+             f"{src.tolist()}, tgt_valid_lens {tgt.tolist()}; shown five ways: "
+             + ", ".join(f"[{i}] {name}" for i, name in enumerate(_VIEWS)))
+    return Case(label, {"views": views, "src_valid_lens": src, "tgt_valid_lens": tgt}, spec, names)
+
+
+def _cleaned(weights: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, *, keys: str = "real",
+             renormalise: bool = True) -> torch.Tensor:
+    """float64 weights with the padded steps (and keys, unless keys="all") zeroed, each real row divided by
+    its total (over the real keys, or all of them)."""
+    w = weights.double()
+    real_steps, real_keys = _real_masks(src, tgt, *w.shape[1:])
+    w = w * real_steps * (real_keys if keys == "real" else True)
+    if renormalise:
+        total = w.sum(-1, keepdim=True)
+        w = torch.where(total > 0, w / total.clamp_min(1e-300), w)
+    return w
+
+
+def _each_view(summary: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
+    """A function of one presentation, applied to all five (`_as_output`)."""
+
+    def run(inputs: dict[str, Any]) -> Any:
+        src, tgt = inputs["src_valid_lens"], inputs["tgt_valid_lens"]
+        return _as_output([summary(view, src, tgt, index) for index, view in enumerate(inputs["views"])])
+
+    return run
+
+
+def _learner_call(name: str) -> Callable[[Any, dict[str, Any]], Any]:
+    """Run the learner's function on every presentation; numbers must be Python numbers."""
+
+    def call(answer: Any, inputs: dict[str, Any]) -> Any:
+        src, tgt = inputs["src_valid_lens"], inputs["tgt_valid_lens"]
+        results = []
+        for view in inputs["views"]:
+            result = no_tensor_numbers(answer(view, src, tgt), name)
+            if isinstance(result, str):
+                results.append(result)
+            elif isinstance(result, Real) and not isinstance(result, bool):
+                results.append(float(result))
+            else:
+                raise TypeError(f"{name} returned {type(result).__name__}, expected a Python float or str")
+        return _as_output(results)
+
+    return call
 
 
 # ---------------------------------------------------------------------------------------------- ch10.q1
 
 
-def _entropy(inputs: dict[str, Any], *, log=torch.log, denominator: str = "real", zero_log: bool = True,
-             sign: float = -1.0, one_key: bool = True, dim: int = -1) -> torch.Tensor:
-    """The normalised entropy and its known-wrong variants (the log, the denominator, 0 log 0, the axis)."""
-    w, lens = inputs["weights"], inputs["src_valid_lens"]
-    logs = torch.where(w > 0, log(w.clamp_min(torch.finfo(w.dtype).tiny)), torch.zeros_like(w)) if zero_log \
-        else log(w)
-    entropy = sign * (w * logs).sum(dim)
-    if denominator == "none":
-        return entropy
-    keys = torch.full_like(lens, w.shape[-1]) if denominator == "num_keys" else lens
-    most = keys.to(w.dtype).log()
-    if dim != -1:
-        return entropy / most[:, None]
-    if one_key:
-        safe = most.clamp_min(torch.finfo(w.dtype).tiny)[:, None]
-        return torch.where(most[:, None] > 0, entropy / safe, 0.0)
-    return entropy / most[:, None]
+def _entropy(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int, *, keys: str = "real",
+             renormalise: bool = True, steps: str = "real", denominator: str = "real",
+             pool: str = "steps", one_key: str = "zero", half_nan: bool = False) -> float:
+    """The mean normalised entropy of one presentation, and its known-wrong variants."""
+    if half_nan and w.dtype == torch.float16 and bool((w == 0).any()):
+        return float("nan")                       # log(w + 1e-12) in half precision: log(0) * 0
+    p = _cleaned(w, src, tgt, keys=keys, renormalise=renormalise)
+    if steps == "all" and renormalise:            # the padded steps' own rows, normalised
+        raw = w.double() * (_real_masks(src, tgt, *w.shape[1:])[1] if keys == "real" else 1)
+        total = raw.sum(-1, keepdim=True)
+        p = torch.where(total > 0, raw / total.clamp_min(1e-300), raw)
+    h = -torch.special.xlogy(p, p).sum(-1)                                            # (batch, steps)
+    width = torch.full_like(src, w.shape[-1]) if denominator == "num_keys" else src
+    most = width.double().log()[:, None]
+    if denominator != "none":
+        h = h / most if one_key == "nan" else torch.where(most > 0, h / most.clamp_min(1e-300), 0.0)
+    real = torch.arange(w.shape[1])[None] < tgt[:, None]
+    if steps == "all":
+        real = torch.ones_like(real)
+    if pool == "sentences":
+        return float(((h * real).sum(1) / real.sum(1)).mean())
+    return float(h[real].mean())
 
 
-def _entropy_reference(inputs: dict[str, Any]) -> torch.Tensor:
-    package = resolve("attn_course.diagnostics.attention_entropy")
-    return package(inputs["weights"], inputs["src_valid_lens"], normalise=True).to(inputs["weights"].dtype)
+def _entropy_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
+    mean_entropy = resolve("attn_course.diagnostics.mean_entropy")
+    return mean_entropy(_cleaned(view, src, tgt), src, tgt, normalise=True)
 
 
-NORMALISED_ENTROPY = Exercise(
+_DEFAULTS = {"seed": 0, "kind": "healthy", "batch_size": 4, "num_keys": 9, "num_steps": 9, "min_keys": 4,
+             "min_steps": 3, "src_valid_lens": "random", "tgt_valid_lens": "random"}
+
+
+def _entropy_variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
+    return _each_view(lambda w, s, t, i: _entropy(w, s, t, i, **options))
+
+
+MEAN_ENTROPY = Exercise(
     "ch10.q1",
-    "normalised_entropy",
-    "Normalised entropy of every decoder step's attention",
+    "mean_normalised_entropy",
+    "How undecided is the attention? The mean normalised entropy of a batch's real decoder steps",
     solution='''
-def normalised_entropy(weights, src_valid_lens):
-    """Each decoder step's entropy over the real source keys, divided by its largest value log(S).
+def mean_normalised_entropy(weights, src_valid_lens, tgt_valid_lens):
+    """The mean, over every real decoder step of the batch, of the step's entropy over its sentence's real
+    keys divided by log(src_valid_len): 1 for uniform rows, 0 for one-hot rows (0 log 0 = 0; a sentence of
+    one real key counts 0). Each real row is first divided by its total over the real keys.
 
-    H_t = -sum_j alpha_tj log alpha_tj (natural log; 0 log 0 counts as 0), divided by log(src_valid_len):
-    1 for uniform weights, 0 for a one-hot row. A sentence of one real key has nothing to choose: 0.
-    weights: (batch_size, num_steps, num_keys), 0 on the padded keys; src_valid_lens: (batch_size,) long >= 1.
-    Returns: (batch_size, num_steps), the dtype of weights.
+    weights: (batch_size, num_steps, num_keys), non-negative, any floating dtype; padded keys
+    (>= src_valid_lens) and padded steps (>= tgt_valid_lens) may hold anything and are ignored;
+    src_valid_lens, tgt_valid_lens: (batch_size,) long >= 1. Returns a Python float.
     """
-    logs = torch.where(weights > 0, weights.log(), torch.zeros_like(weights))   # never log(0)
-    entropy = -(weights * logs).sum(dim=-1)                                      # (batch_size, num_steps)
-    most = src_valid_lens.to(weights.dtype).log()[:, None]                       # log S per sentence
-    return torch.where(most > 0, entropy / most.clamp_min(1e-30), torch.zeros_like(entropy))
+    w = weights.double()                                                    # half precision: no log(0) NaN
+    steps = torch.arange(w.shape[1], device=w.device)[None, :] < tgt_valid_lens[:, None]      # (B, T)
+    keys = torch.arange(w.shape[2], device=w.device)[None, None, :] < src_valid_lens[:, None, None]
+    w = torch.where(keys, w, 0.0)
+    p = w / w.sum(dim=-1, keepdim=True).clamp_min(1e-300)                   # each row a distribution
+    entropy = -torch.where(p > 0, p * p.clamp_min(1e-300).log(), 0.0).sum(dim=-1)              # (B, T)
+    most = src_valid_lens.double().log()[:, None]                           # log S, 0 for one key
+    normalised = torch.where(most > 0, entropy / most.clamp_min(1e-300), 0.0)
+    return normalised[steps].mean().item()
 ''',
-    hint="Entropy sums over the keys of one step, and a weight of exactly 0 must add nothing to it: take "
-    "care that no logarithm of 0 is ever used in the sum. Then compare with the most a step could have, "
-    "uniform weights over the sentence's real keys only; think about what that maximum is when a sentence "
-    "has a single real key.",
-    covers="padded keys (exact zeros), sharp and flat rows, sentences of one real key, float32 and float64",
+    hint="Work row by row: make each real row a distribution over its sentence's real keys before anything "
+    "else, and keep every logarithm away from a weight of 0, in a precision where small weights are not 0. "
+    "The mean is over all the real steps of the batch, each counted once; the padding never enters.",
+    covers="healthy, frozen and lazy sets; leftovers on the padded keys and steps; rows that do not sum "
+           "to 1; "
+    "float16 and bfloat16; a sentence of one real key; sentences of different lengths",
     defaults=_DEFAULTS,
     specs=[
-        {"seed": 101, "src_valid_lens": [5, 3, 2]},
-        {"seed": 102, "num_keys": 6, "src_valid_lens": [6, 1, 4], "scale": 0.5},
-        {"seed": 103, "batch_size": 2, "num_steps": 3, "num_keys": 7, "scale": 8.0, "dtype": "float64",
-         "src_valid_lens": [7, 5]},
-        {"seed": 104, "batch_size": 4},
+        {"seed": 201, "tgt_valid_lens": [9, 3, 5, 4]},
+        {"seed": 202, "kind": "frozen", "batch_size": 3, "src_valid_lens": [8, 1, 5], "min_keys": 1},
+        {"seed": 203, "kind": "lazy", "batch_size": 5},
+        {"seed": 204, "batch_size": 2, "num_keys": 12, "num_steps": 12, "src_valid_lens": [12, 6],
+         "tgt_valid_lens": [3, 12]},
     ],
-    build=_weights_case,
-    call=lambda answer, i: answer(i["weights"], i["src_valid_lens"]),
-    reference=_entropy_reference,
+    build=_set_builder(_names("the mean normalised entropy")),
+    call=_learner_call("mean_normalised_entropy"),
+    reference=_each_view(_entropy_reference),
     mistakes=[
-        Mistake(
-            "NaN where a weight is exactly 0: log(0) is -inf and 0 * -inf is NaN. Padded keys have weight 0; "
-            "count 0 log 0 as 0 (use the log only where the weight is positive).",
-            lambda i: _entropy(i, zero_log=False),
-        ),
-        Mistake(
-            "You divided by log(num_keys), the padded length: the most a step can have is the log of its "
-            "sentence's real keys, log(src_valid_lens), so padded keys must not count.",
-            lambda i: _entropy(i, denominator="num_keys"),
-        ),
-        Mistake(
-            "Not normalised: that is the entropy in nats; divide by log(src_valid_lens) so that uniform "
-            "weights give 1 whatever the sentence's length.",
-            lambda i: _entropy(i, denominator="none"),
-        ),
-        Mistake(
-            "log base 2 in the sum but the natural log in the maximum (or the other way round): use one base "
-            "for both, and the ratio is the same in any base.",
-            lambda i: _entropy(i, log=torch.log2),
-        ),
-        Mistake(
-            "That is the entropy in bits (log base 2), not normalised: divide by the log of the sentence's "
-            "real keys, in the same base, so that uniform weights give 1.",
-            lambda i: _entropy(i, log=torch.log2, denominator="none"),
-        ),
-        Mistake(
-            "The sign: entropy is -sum alpha log alpha, which is >= 0 because every log of a weight is <= 0.",
-            lambda i: _entropy(i, sign=1.0),
-        ),
-        Mistake(
-            "A sentence of one real key gives 0 / log(1) = 0 / 0 = NaN: it has nothing to choose between, so "
-            "its normalised entropy is 0.",
-            lambda i: _entropy(i, one_key=False),
-        ),
-        Mistake(
-            "You summed over the decoder steps (axis 1): each step's entropy sums over the keys, the last "
-            "axis.",
-            lambda i: _entropy(i, dim=1),
-        ),
+        Mistake("The rows were used as they are: a real row need not sum to 1 over the real keys (leftovers "
+                "on the padding, a scale factor), and -sum p log p is an entropy only for a distribution. "
+                "Divide each real row by its total over the real keys first.",
+                _entropy_variant(renormalise=False)),
+        Mistake("The padded keys counted: a row's leftovers on positions >= src_valid_lens are not part "
+                "of the "
+                "sentence. Keep only the real keys, then make the row a distribution over them.",
+                _entropy_variant(keys="all")),
+        Mistake("The padded decoder steps counted in the mean: average over the steps t < "
+                "tgt_valid_lens only.",
+                _entropy_variant(steps="all")),
+        Mistake("You divided by log(num_keys), the padded width: the most a step can have is the log of its "
+                "sentence's real keys, log(src_valid_lens).",
+                _entropy_variant(denominator="num_keys")),
+        Mistake("Not normalised: that is the entropy in nats; divide each step's entropy by "
+                "log(src_valid_lens) "
+                "so that uniform rows give 1 whatever the sentence's length.",
+                _entropy_variant(denominator="none")),
+        Mistake("You averaged per sentence, then over sentences: the mean is over all the real steps of the "
+                "batch, each step counted once (a long sentence weighs more).",
+                _entropy_variant(pool="sentences")),
+        Mistake("A sentence of one real key gives 0 / log(1) = 0 / 0 = NaN: it has nothing to choose "
+                "between, "
+                "so its steps count 0.",
+                _entropy_variant(one_key="nan")),
+        Mistake("NaN on the half-precision weights: in float16 and bfloat16 a tiny epsilon such as "
+                "1e-12 is 0, "
+                "so log(w + eps) is still log(0) where w is 0. Compute in float64 (or float32), and use the "
+                "log only where the weight is positive.",
+                _entropy_variant(half_nan=True)),
     ],
     error_hints=[
-        ErrorHint(
-            r"must match the size of tensor|The size of tensor a",
-            "src_valid_lens has one length per sentence (batch_size,): give it a step axis to divide the "
-            "(batch_size, num_steps) entropies.",
-        ),
-        ErrorHint(
-            r"log\(\): argument 'input'.*must be Tensor|must be real number, not Tensor",
-            "math.log works on one number; for a tensor of lengths use the tensor's own log, in a floating "
-            "dtype.",
-        ),
+        TENSOR_NUMBER_HINT,
+        ErrorHint(r"expected a Python float", "Return one Python float: the mean over the batch's real "
+                                              "steps."),
+        ErrorHint(r"Expected all tensors to be on the same device",
+                  "A tensor was made on another device than the weights: create new tensors on "
+                  "the weights' device."),
     ],
-    package=["attn_course.diagnostics.attention_entropy", "attn_course.diagnostics.mean_entropy"],
+    package=_PACKAGE,
 )
 
 
 # ---------------------------------------------------------------------------------------------- ch10.q2
 
 
-def _concentration(inputs: dict[str, Any], *, steps: str = "real", share: str = "total",
-                   reduce: str = "max") -> torch.Tensor:
-    """The concentration and its known-wrong variants (which steps, what it is divided by, max or mean)."""
-    w, lens = inputs["weights"], inputs["tgt_valid_lens"]
-    real = torch.arange(w.shape[1])[None, :, None] < lens[:, None, None]
-    mass = (w * real).sum(1) if steps == "real" else w.sum(1)                       # (batch_size, num_keys)
-    if reduce == "argmax":
-        return mass.argmax(-1)
-    if reduce == "row_peak":  # the mean over real steps of each row's largest weight
-        return (w.max(-1).values * real[..., 0]).sum(1) / lens.to(w.dtype)
-    top = mass.max(-1).values if reduce == "max" else mass.mean(-1)
-    if share == "total":
-        return top / mass.sum(-1)
-    if share == "num_steps":
-        return top / w.shape[1]
-    return top
+def _concentration(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int, *,
+                   keys: str = "real", renormalise: bool = True, steps: str = "real", share: str = "real",
+                   reduce: str = "column", pool: str = "sentences") -> float:
+    """The mean concentration of one presentation, and its known-wrong variants."""
+    p = _cleaned(w, src, tgt, keys=keys, renormalise=renormalise)
+    if steps == "all":
+        padded = ~_real_masks(src, tgt, *w.shape[1:])[0]
+        p = p + w.double() * padded * (_real_masks(src, tgt, *w.shape[1:])[1] if keys == "real" else 1)
+    if reduce == "row_peak":
+        real = torch.arange(w.shape[1])[None] < tgt[:, None]
+        return float(((p.max(-1).values * real).sum(1) / tgt).mean())
+    column = p.sum(1)                                                        # (batch, num_keys)
+    top = column.max(-1).values
+    total = torch.full_like(top, w.shape[1]) if share == "num_steps" else column.sum(-1)
+    if pool == "batch":
+        return float(top.sum() / total.sum())
+    return float((top / total).mean())
 
 
-def _concentration_reference(inputs: dict[str, Any]) -> torch.Tensor:
-    package = resolve("attn_course.diagnostics.attention_concentration")
-    return package(inputs["weights"], None, inputs["tgt_valid_lens"]).to(inputs["weights"].dtype)
+def _concentration_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
+    concentration = resolve("attn_course.diagnostics.attention_concentration")
+    return float(concentration(_cleaned(view, src, tgt), src, tgt).mean())
 
 
-CONCENTRATION = Exercise(
+def _concentration_variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
+    return _each_view(lambda w, s, t, i: _concentration(w, s, t, i, **options))
+
+
+MEAN_CONCENTRATION = Exercise(
     "ch10.q2",
-    "concentration",
-    "Concentration: the share of a sentence's attention on its most-attended source position",
+    "mean_concentration",
+    "Is the attention lazy? The mean concentration of a batch's sentences",
     solution='''
-def concentration(weights, tgt_valid_lens):
-    """The largest share of each sentence's attention, over its real decoder steps, on one source position.
+def mean_concentration(weights, src_valid_lens, tgt_valid_lens):
+    """The mean, over the sentences of the batch, of the largest share of a sentence's attention that one
+    source position receives: C = max_j sum_{t real} p_tj / sum_{t real} sum_{j real} p_tj, where p is each
+    real row divided by its total over the real keys (about 1/S for a moving alignment, 1 for a lazy model).
 
-    C = max_j sum_{t real} alpha_tj / sum_{t real} sum_j alpha_tj: about 1/S for an alignment that moves along
-    the sentence, 1 for a lazy model that sends every step to the same token.
-    weights: (batch_size, num_steps, num_keys); tgt_valid_lens: (batch_size,) long >= 1, the real steps
-    (the rows of the padded steps hold weights too, and must not count).
-    Returns: (batch_size,), the dtype of weights.
+    weights: (batch_size, num_steps, num_keys), non-negative, any floating dtype; padded keys
+    (>= src_valid_lens) and padded steps (>= tgt_valid_lens) may hold anything and are ignored;
+    src_valid_lens, tgt_valid_lens: (batch_size,) long >= 1. Returns a Python float.
     """
-    real = torch.arange(weights.shape[1])[None, :, None] < tgt_valid_lens[:, None, None]   # (B, T, 1)
-    column_mass = (weights * real).sum(dim=1)                                            # (B, num_keys)
-    return column_mass.max(dim=-1).values / column_mass.sum(dim=-1)
+    w = weights.double()
+    steps = torch.arange(w.shape[1], device=w.device)[None, :, None] < tgt_valid_lens[:, None, None]
+    keys = torch.arange(w.shape[2], device=w.device)[None, None, :] < src_valid_lens[:, None, None]
+    w = torch.where(steps & keys, w, 0.0)
+    p = w / w.sum(dim=-1, keepdim=True).clamp_min(1e-300)                   # padded steps stay 0
+    column = p.sum(dim=1)                                                   # (B, num_keys)
+    return (column.max(dim=-1).values / column.sum(dim=-1)).mean().item()
 ''',
-    hint="Think in columns: how much attention did each source position receive from the sentence's real "
-    "decoder steps? Then compare the best-served position with all the attention those steps gave out. The "
-    "padded steps of a batch still carry rows of weights; they are not part of the sentence.",
-    covers="padded decoder steps holding real-looking rows, sharp and flat rows, one-step sentences, "
-    "float32 and float64",
+    hint="Think in columns: how much of a sentence's attention did each real source position receive from "
+    "the sentence's real steps, once every real row is a distribution over the real keys? Compare the "
+    "best-served position with all of it, sentence by sentence, then average the sentences.",
+    covers="healthy, frozen and lazy sets; leftovers on the padded keys and steps; rows that do not sum "
+           "to 1; "
+    "float16 and bfloat16; sentences of different lengths",
     defaults=_DEFAULTS,
     specs=[
-        {"seed": 111, "tgt_valid_lens": [4, 2, 3]},
-        {"seed": 112, "num_steps": 6, "tgt_valid_lens": [1, 6, 3], "scale": 6.0},
-        {"seed": 113, "batch_size": 2, "num_keys": 7, "dtype": "float64", "tgt_valid_lens": [2, 4],
-         "scale": 0.7},
-        {"seed": 114, "batch_size": 4, "num_steps": 5},
+        {"seed": 211, "tgt_valid_lens": [9, 3, 5, 4]},
+        {"seed": 212, "kind": "lazy", "batch_size": 3},
+        {"seed": 213, "kind": "frozen", "batch_size": 5},
+        {"seed": 214, "batch_size": 3, "num_keys": 12, "num_steps": 12, "min_keys": 1, "min_steps": 1,
+         "src_valid_lens": [12, 6, 2],
+         "tgt_valid_lens": [2, 12, 7]},
     ],
-    build=_weights_case,
-    call=lambda answer, i: answer(i["weights"], i["tgt_valid_lens"]),
-    reference=_concentration_reference,
+    build=_set_builder(_names("the mean concentration")),
+    call=_learner_call("mean_concentration"),
+    reference=_each_view(_concentration_reference),
     mistakes=[
-        Mistake(
-            "The padded decoder steps were counted: a batch's padded steps still hold rows of weights, so "
-            "keep only the steps t < tgt_valid_lens before adding up each column.",
-            lambda i: _concentration(i, steps="all"),
-        ),
-        Mistake(
-            "That is the attention the top column received, not its share: divide it by all the attention "
-            "of the real steps (one per real step).",
-            lambda i: _concentration(i, share="none"),
-        ),
-        Mistake(
-            "You divided by num_steps, the padded number of steps: the share is of the real steps' "
-            "attention only.",
-            lambda i: _concentration(i, share="num_steps"),
-        ),
-        Mistake(
-            "That is the mean over steps of each row's largest weight (how sharp the rows are): the "
-            "concentration adds up each column first, so sharp rows on different words give a low value.",
-            lambda i: _concentration(i, reduce="row_peak"),
-        ),
-        Mistake(
-            "You took the mean column (always 1 / num_keys of the mass) where the largest column is needed.",
-            lambda i: _concentration(i, reduce="mean"),
-        ),
-        Mistake(
-            "You returned which position is the most attended (an index): return its share of the attention.",
-            lambda i: _concentration(i, reduce="argmax"),
-        ),
+        Mistake("The padded decoder steps counted: their rows hold weights too, so keep only the steps "
+                "t < tgt_valid_lens before adding up each column.",
+                _concentration_variant(steps="all")),
+        Mistake("The padded keys counted: a leftover column at a position >= src_valid_lens is not a source "
+                "word; keep only the real keys, and make each real row a distribution over them.",
+                _concentration_variant(keys="all")),
+        Mistake("The rows were used as they are: a real row need not sum to 1 over the real keys, so a "
+                "row with "
+                "more mass weighs more in the columns. Divide each real row by its total first.",
+                _concentration_variant(renormalise=False)),
+        Mistake("That is the mean over steps of each row's largest weight (how sharp the rows are): the "
+                "concentration adds up each column first, so sharp rows on different words give a low value.",
+                _concentration_variant(reduce="row_peak")),
+        Mistake("You divided by num_steps, the padded number of steps: the share is of the sentence's real "
+                "steps' attention only.",
+                _concentration_variant(share="num_steps")),
+        Mistake("The batch was pooled (all the top columns over all the attention): the concentration is a "
+                "share per sentence, then the mean over the sentences.",
+                _concentration_variant(pool="batch")),
     ],
     error_hints=[
-        ErrorHint(
-            r"must match the size of tensor|The size of tensor a",
-            "tgt_valid_lens has one length per sentence (batch_size,): compare it with the step positions "
-            "0..num_steps-1 to get a (batch_size, num_steps) mask, then give it a key axis.",
-        ),
+        TENSOR_NUMBER_HINT,
+        ErrorHint(r"expected a Python float",
+                  "Return one Python float: the mean over the batch's sentences of each one's "
+                  "concentration."),
+        ErrorHint(r"Expected all tensors to be on the same device",
+                  "A tensor was made on another device than the weights: create new tensors on "
+                  "the weights' device."),
     ],
-    package=["attn_course.diagnostics.attention_concentration", "attn_course.diagnostics.diagnose"],
+    package=_PACKAGE,
+)
+
+
+# ---------------------------------------------------------------------------------------------- ch10.q3
+
+
+def _verdict(entropy: float, concentration: float) -> str:
+    """The chapter's rule (thresholds COLLAPSED_CONCENTRATION and NEAR_UNIFORM_ENTROPY) in this exercise's
+    words; the mistake variants pass it the numbers their mistake gives."""
+    diagnostics = resolve("attn_course.diagnostics")
+    if concentration >= diagnostics.COLLAPSED_CONCENTRATION:
+        return "lazy"
+    return "frozen" if entropy >= diagnostics.NEAR_UNIFORM_ENTROPY else "healthy"
+
+
+def _diagnosis_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> str:
+    diagnose = resolve("attn_course.diagnostics.diagnose")
+    return _VERDICTS[diagnose(_cleaned(view, src, tgt), src, tgt).verdict]
+
+
+_PADDED_STEPS_VERDICT = ("The padded decoder steps changed the verdict: their rows hold leftovers, so "
+                         "use only "
+                         "the steps t < tgt_valid_lens.")
+
+
+def _diagnosis_variant(rule: Callable[[float, float], str] = _verdict, *, columns: str = "", **options: Any
+                       ) -> Callable[[dict[str, Any]], Any]:
+    """A known-wrong verdict: the rule on the numbers a mistake gives (columns="all steps": padded steps
+    counted in the concentration only)."""
+    entropy_options = dict(options)
+    concentration_options = {k: v for k, v in options.items() if k != "half_nan"}
+    if columns:
+        concentration_options["steps"] = "all"
+    return _each_view(lambda w, s, t, i: rule(_entropy(w, s, t, i, **entropy_options),
+                                              _concentration(w, s, t, i, **concentration_options)))
+
+
+def _swapped(entropy: float, concentration: float) -> str:
+    return {"lazy": "frozen", "frozen": "lazy"}.get(_verdict(entropy, concentration), "healthy")
+
+
+def _package_words(entropy: float, concentration: float) -> str:
+    return {v: k for k, v in _VERDICTS.items()}[_verdict(entropy, concentration)]
+
+
+DIAGNOSIS = Exercise(
+    "ch10.q3",
+    "diagnose_attention",
+    "Healthy, frozen or lazy? A model's attention diagnosed from its weights",
+    solution='''
+def diagnose_attention(weights, src_valid_lens, tgt_valid_lens):
+    """"healthy", "frozen" (near-uniform rows: attention that has not learned to look) or "lazy" (most of
+    every sentence's attention on one position), from the weights of a batch as in ch10.q1 and ch10.q2.
+
+    Thresholds from chapter 10: lazy when the mean concentration is at least 0.6 (far above the 1/S of an
+    alignment), else frozen when the mean normalised entropy is at least 0.9, else healthy.
+    weights: (batch_size, num_steps, num_keys), non-negative, any floating dtype, the padding ignored;
+    src_valid_lens, tgt_valid_lens: (batch_size,) long >= 1. Returns a str.
+    """
+    w = weights.double()
+    steps = torch.arange(w.shape[1], device=w.device)[None, :, None] < tgt_valid_lens[:, None, None]
+    keys = torch.arange(w.shape[2], device=w.device)[None, None, :] < src_valid_lens[:, None, None]
+    w = torch.where(steps & keys, w, 0.0)
+    p = w / w.sum(dim=-1, keepdim=True).clamp_min(1e-300)                  # real rows: distributions
+    column = p.sum(dim=1)
+    concentration = (column.max(dim=-1).values / column.sum(dim=-1)).mean().item()
+    entropy = -torch.special.xlogy(p, p).sum(dim=-1)                        # (B, T), 0 on padded steps
+    most = src_valid_lens.double().log()[:, None]
+    normalised = torch.where(most > 0, entropy / most.clamp_min(1e-300), 0.0)
+    mean_entropy = normalised[steps[..., 0]].mean().item()
+    if concentration >= 0.6:
+        return "lazy"
+    return "frozen" if mean_entropy >= 0.9 else "healthy"
+''',
+    hint="One number alone cannot separate the three: think about which of them a lazy model and a "
+         "frozen one "
+    "each push to an extreme, and what a healthy model's two numbers look like in chapter 10's tables. Your "
+    "two functions above (or the same computations) give the numbers; the padding, the rows' scale and the "
+    "dtype must not change the verdict.",
+    covers="healthy, frozen and lazy sets of 3 to 6 sentences; leftovers on the padded keys and steps; rows "
+    "that do not sum to 1; float16 and bfloat16; sentences of very different lengths",
+    defaults=dict(_DEFAULTS, batch_size=5),
+    specs=[
+        {"seed": 221, "kind": "healthy", "tgt_valid_lens": [9, 3, 4, 3, 4]},
+        {"seed": 222, "kind": "frozen", "tgt_valid_lens": [9, 3, 4, 3, 4]},
+        {"seed": 223, "kind": "lazy"},
+        {"seed": 224, "kind": "healthy", "batch_size": 3, "num_keys": 12, "num_steps": 12},
+        {"seed": 225, "kind": "frozen", "batch_size": 6},
+        {"seed": 226, "kind": "lazy", "batch_size": 4, "min_steps": 2, "tgt_valid_lens": [9, 2, 3, 2]},
+    ],
+    build=_set_builder(tuple(name.replace(" of [", " on [") for name in _names("the verdict"))),
+    call=_learner_call("diagnose_attention"),
+    reference=_each_view(_diagnosis_reference),
+    mistakes=[
+        Mistake("A verdict from the entropy alone: a lazy model's rows are sharp too (every step is sure, of "
+                "the same word), so low entropy cannot tell lazy from healthy; the concentration can.",
+                _diagnosis_variant(lambda h, c: "frozen" if h >= 0.9 else "healthy")),
+        Mistake("A verdict from the concentration alone: uniform rows spread the attention as evenly as a "
+                "moving alignment (about 1/S), so it cannot tell frozen from healthy; the entropy can.",
+                _diagnosis_variant(lambda h, c: "lazy" if c >= 0.6 else "healthy")),
+        Mistake("Frozen and lazy are swapped: frozen attention is near uniform (high entropy), lazy "
+                "attention "
+                "piles onto one position (high concentration).",
+                _diagnosis_variant(_swapped)),
+        Mistake("Those are the package's words (looking, near-uniform, collapsed): answer with 'healthy', "
+                "'frozen' or 'lazy'.",
+                _diagnosis_variant(_package_words)),
+        Mistake(_PADDED_STEPS_VERDICT, _diagnosis_variant(steps="all")),
+        Mistake(_PADDED_STEPS_VERDICT, _diagnosis_variant(columns="all steps")),
+        Mistake("The padded keys changed the verdict: leftovers on positions >= src_valid_lens are not "
+                "source "
+                "words; use only the real keys, and make each real row a distribution over them.",
+                _diagnosis_variant(keys="all")),
+        Mistake("Rows that do not sum to 1 changed the verdict: divide each real row by its total over "
+                "the real "
+                "keys before measuring it.",
+                _diagnosis_variant(renormalise=False)),
+        Mistake("The half-precision weights changed the verdict (a NaN entropy: log(0) where a tiny epsilon "
+                "rounds to 0 in float16 and bfloat16): compute in float64 or float32.",
+                _diagnosis_variant(half_nan=True)),
+    ],
+    error_hints=[
+        TENSOR_NUMBER_HINT,
+        ErrorHint(r"expected a Python float or str",
+                  'Return one of the three words "healthy", "frozen" or "lazy", as a str.'),
+        ErrorHint(r"Expected all tensors to be on the same device",
+                  "A tensor was made on another device than the weights: create new tensors on "
+                  "the weights' device."),
+        ErrorHint(r"NameError: name '(mean_normalised_entropy|mean_concentration)' is not defined",
+                  "Your diagnosis calls a function of ch10.q1 or ch10.q2 that is not defined: run its cell "
+                  "first (the grader runs every exercise cell of the notebook, in order)."),
+    ],
+    package=_PACKAGE,
 )

@@ -34,9 +34,12 @@ def _mask_case(spec: dict[str, Any]) -> Case:
     return Case(f"{lens_text(lens)}, num_steps {n}", {"valid_lens": lens, "num_steps": n}, spec, "the mask")
 
 
-def _mask(inputs: dict[str, Any], *, causal: str = "lower", padding: str = "keys") -> torch.Tensor:
+def _mask(
+    inputs: dict[str, Any], *, causal: str = "lower", padding: str = "keys", combine: str = "and"
+) -> torch.Tensor:
     """The mask (batch_size, n, n), or a wrong one: causal "lower" (j <= i), "upper", "strict" (j < i),
-    "plus_one" (j <= i + 1), "none"; padding "keys" (j < len), "queries" (i < len), "none"."""
+    "plus_one" (j <= i + 1), "none"; padding "keys" (j < len), "queries" (i < len), "both" (i, j < len),
+    "none"; combine "and" (right) or "or"."""
     lens, n = inputs["valid_lens"], inputs["num_steps"]
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     rule = {"lower": j <= i, "upper": j >= i, "strict": j < i, "plus_one": j <= i + 1,
@@ -45,9 +48,13 @@ def _mask(inputs: dict[str, Any], *, causal: str = "lower", padding: str = "keys
         pad = torch.arange(n)[None, None, :] < lens[:, None, None]
     elif padding == "queries":
         pad = torch.arange(n)[None, :, None] < lens[:, None, None]
+    elif padding == "both":
+        real = torch.arange(n)[None, :] < lens[:, None]
+        pad = real[:, :, None] & real[:, None, :]
     else:
         pad = torch.ones(1, 1, 1, dtype=torch.bool)
-    return (rule[None] & pad).expand(len(lens), n, n).clone()
+    mask = rule[None] | pad if combine == "or" else rule[None] & pad
+    return mask.expand(len(lens), n, n).clone()
 
 
 CAUSAL_MASK = Exercise(
@@ -109,9 +116,17 @@ def causal_padding_mask(valid_lens, num_steps):
             lambda i: _mask(i, causal="none"),
         ),
         Mistake(
-            "The padding mask runs along the queries (rows), not the keys (columns): what must be hidden "
-            "is a padding *key*, position j >= valid_lens[b], for every query.",
+            # With j <= i, padding on the rows alone and on both axes give the same mask: one hint for both.
+            "The padding mask runs along the queries (rows), alone or on both axes (with the causal "
+            "triangle the two give the same mask): padded queries, rows i >= valid_lens[b], lost every key. "
+            "What must be hidden is a padding *key*, column j >= valid_lens[b], for every query; drop the "
+            "condition on the rows.",
             lambda i: _mask(i, padding="queries"),
+        ),
+        Mistake(
+            "The two conditions are combined with `|`: a key may be attended only when it is in the past "
+            "(j <= i) *and* real (j < valid_lens[b]), so combine them with `&`.",
+            lambda i: _mask(i, combine="or"),
         ),
         Mistake(
             "The mask is inverted: True must mean 'may attend' (the convention of "
@@ -185,13 +200,17 @@ def _merge_strided(X: torch.Tensor, h: int) -> torch.Tensor:
 
 
 _SPLITS = {"right": (_split_right, _merge_right), "view": (_split_view, _merge_view),
-           "strided": (_split_strided, _merge_strided), "no_merge_transpose": (_split_right, _merge_view)}
+           "strided": (_split_strided, _merge_strided), "strided_split": (_split_strided, _merge_right),
+           "no_merge_transpose": (_split_right, _merge_view)}
 
 
 def _mha(inputs: dict[str, Any], *, split: str = "right", scale: str = "d_head", lens: str = "interleave",
-         output_layer: bool = True, mask: bool = True) -> tuple[torch.Tensor, torch.Tensor] | None:
+         output_layer: bool = True, mask: bool = True,
+         untransposed: tuple[str, ...] = ()) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Multi-head attention, or a learner's wrong version of it (see the mistakes)."""
     q, k, v, h = inputs["queries"], inputs["keys"], inputs["values"], inputs["num_heads"]
+    # X @ W instead of X @ W.T for the weights named in `untransposed`: F.linear with them transposed.
+    inputs = dict(inputs, **{w: inputs[w].T for w in untransposed})
     valid_lens = inputs["valid_lens"] if mask else None
     b, num_queries, d = q.shape
     split_heads, merge_heads = _SPLITS[split]
@@ -228,19 +247,30 @@ def _tiled_lens(inputs: dict[str, Any]):
     return _mha(inputs, lens="tile")
 
 
+_STRIDED = (
+    "Each head takes every num_heads-th feature (features k, k + h, ...), not a block of d_head consecutive "
+    "features: the last axis must be viewed as (num_heads, d_head), in that order."
+)
+
+_UNTRANSPOSED = (
+    "The projections are applied as `X @ W`: W_q, W_k, W_v and W_o are nn.Linear weights, so a projection "
+    "is `X @ W.T` (what `F.linear(X, W)` computes)."
+)
+
 MULTI_HEAD = Exercise(
     "ch11.q2",
     "multi_head_attention",
     "Multi-head attention: split into heads, attend, merge",
     solution='''
 def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
-    """Multi-head attention (Vaswani et al. 2017, eq. 5) with bias-free projections, heads batched.
+    """Multi-head attention (Vaswani et al. 2017, sec. 3.2.2) with bias-free projections.
 
     queries: (batch_size, num_queries, d); keys, values: (batch_size, num_keys, d);
     W_q, W_k, W_v, W_o: (d, d), applied as X @ W.T (nn.Linear's weight); num_heads divides d;
     valid_lens: None, (batch_size,) or (batch_size, num_queries).
     Returns: outputs (batch_size, num_queries, d), weights (batch_size, num_heads, num_queries, num_keys).
-    Head k uses features k * d_head .. (k + 1) * d_head - 1 of each projection, d_head = d / num_heads.
+    Head k uses features k * d_head .. (k + 1) * d_head - 1 of each projection, d_head = d / num_heads;
+    the heads may run one at a time in a loop or all at once, batched.
     """
     batch_size, num_queries, d = queries.shape
     d_head = d // num_heads
@@ -288,10 +318,12 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             lambda i: _mha(i, split="view"),
         ),
         Mistake(
-            "Each head takes every num_heads-th feature (features k, k + h, ...), not a block of d_head "
-            "consecutive features: the last axis must be viewed as (num_heads, d_head), in that order.",
+            _STRIDED,
             lambda i: _mha(i, split="strided"),
         ),
+        Mistake(_STRIDED, lambda i: _mha(i, split="strided_split")),
+        Mistake(_UNTRANSPOSED, lambda i: _mha(i, untransposed=("W_q", "W_k", "W_v", "W_o"))),
+        Mistake(_UNTRANSPOSED, lambda i: _mha(i, untransposed=("W_q", "W_k", "W_v"))),
         Mistake(
             "The heads are merged with a plain reshape: after the attention the heads sit next to the batch "
             "axis, so move them back beside the features (transpose) before flattening to "
@@ -315,7 +347,7 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             _tiled_lens,
         ),
         Mistake(
-            "The output projection W_o is missing: the concatenated heads go through W_o (eq. 5).",
+            "The output projection W_o is missing: the concatenated heads go through W_o (sec. 3.2.2).",
             lambda i: _mha(i, output_layer=False),
         ),
         Mistake(
@@ -331,5 +363,6 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             "valid_lens needs one length per row, each sequence's length repeated for its heads.",
         ),
     ],
-    package=["attn_course.multihead.MultiHeadAttention"],
+    package=["attn_course.multihead.MultiHeadAttention", "attn_course.multihead.split_heads",
+             "attn_course.multihead.merge_heads"],
 )

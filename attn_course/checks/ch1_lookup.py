@@ -78,6 +78,14 @@ def _pooling(
             weights = torch.exp(scores) / torch.exp(scores).sum()
         elif normalise == "none":
             weights = torch.exp(scores)
+        elif normalise == "epsilon":  # naive, with an epsilon that turns 0 / 0 into 0
+            weights = torch.exp(scores) / (torch.exp(scores).sum(dim=-1, keepdim=True) + 1e-12)
+        elif normalise in ("sum_no_keepdim", "max_no_keepdim"):  # runs on a square table only
+            if scores.shape[0] != scores.shape[1]:
+                return None
+            top = scores.max(dim=-1, keepdim=normalise == "sum_no_keepdim").values
+            e = torch.exp(scores - top)
+            weights = e / e.sum(dim=-1, keepdim=normalise == "max_no_keepdim")
         else:  # "naive": exp / sum over the keys, without subtracting the max
             weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)
         if layout == "keys_by_queries":  # the (num_keys, num_queries) weights, pooled over their first axis
@@ -88,6 +96,11 @@ def _pooling(
             predictions = weights @ k
         else:
             predictions = weights @ v
+        if returns == "squeezed":  # squeeze() drops the key axis of a single key (or the query axis)
+            if 1 not in weights.shape:
+                return None
+            weights = weights.squeeze()
+            return weights, (weights * v).sum(dim=-1)
         return {
             "both": (weights, predictions),
             "swapped": (predictions, weights),
@@ -97,6 +110,11 @@ def _pooling(
 
     return variant
 
+
+_NO_MINUS = (
+    "The minus sign is missing: your weights favour the *farthest* keys. The score is minus the squared "
+    "distance over 2σ², so the nearer a key, the higher its score."
+)
 
 NADARAYA_WATSON = Exercise(
     "ch1.q3",
@@ -168,11 +186,9 @@ def nadaraya_watson(queries, keys, values, sigma):
             "and normalise over the keys.",
             _pooling(layout="keys_by_queries"),
         ),
-        Mistake(
-            "The minus sign is missing: your weights favour the *farthest* keys. The score is minus the "
-            "squared distance over 2σ², so the nearer a key, the higher its score.",
-            _pooling(score="no_minus"),
-        ),
+        Mistake(_NO_MINUS, _pooling(score="no_minus")),
+        Mistake(_NO_MINUS + " (And exp of a large positive score overflows to inf: inf / inf is NaN.)",
+                _pooling(score="no_minus", normalise="naive")),
         Mistake(
             "The score is missing the 1/2: divide the squared distance by 2σ², not by σ².",
             _pooling(score="no_half"),
@@ -204,6 +220,31 @@ def nadaraya_watson(queries, keys, values, sigma):
             _pooling(normalise="naive"),
         ),
         Mistake(
+            "The weights of a query far from every key came out 0 instead of summing to 1: exp of every "
+            "score underflowed to 0, and the epsilon in the denominator turns 0 / 0 into 0 rather than "
+            "fixing it. Subtract each row's largest score before `exp` (as `F.softmax` does): the nearest "
+            "key then gets the weight.",
+            _pooling(normalise="epsilon"),
+        ),
+        Mistake(
+            "The sum over the keys lost its axis: without `keepdim=True`, `e.sum(dim=1)` has shape "
+            "(num_queries,), and dividing the (num_queries, num_keys) table by it divides each *column* by "
+            "a row's sum (or fails when num_queries != num_keys). Keep the axis: `e.sum(dim=1, "
+            "keepdim=True)`.",
+            _pooling(normalise="sum_no_keepdim"),
+        ),
+        Mistake(
+            "The max over the keys lost its axis: without `keepdim=True`, `scores.max(dim=1).values` has "
+            "shape (num_queries,), and subtracting it from the (num_queries, num_keys) table shifts each "
+            "*column* by a row's max (or fails when num_queries != num_keys). Keep the axis: `keepdim=True`.",
+            _pooling(normalise="max_no_keepdim"),
+        ),
+        Mistake(
+            "With a single key (or a single query) your weights lost an axis: `squeeze()` without a dim "
+            "drops every axis of size 1. The weights stay (num_queries, num_keys) whatever the sizes.",
+            _pooling(returns="squeezed"),
+        ),
+        Mistake(
             "You averaged the weighted values, dividing by num_keys a second time: the weights already sum "
             "to 1, so the prediction is the weighted *sum* of the values.",
             _pooling(pool="mean"),
@@ -227,6 +268,13 @@ def nadaraya_watson(queries, keys, values, sigma):
         ),
     ],
     error_hints=[
+        ErrorHint(
+            r"size of tensor a \(\d+\) must match the size of tensor b",
+            "A sum or max over the keys lost its axis: without `keepdim=True` it has shape (num_queries,), "
+            "which does not line up with the (num_queries, num_keys) table (and divides the columns, not "
+            "the rows, when the two sizes are equal). Keep the axis with `keepdim=True`.",
+            line=r"\.(sum|max|amax|logsumexp|mean)\((?![^)]*keepdim)",
+        ),
         ErrorHint(
             r"size of tensor a \(\d+\) must match the size of tensor b",
             "queries and keys have different lengths, so subtracting them element by element fails: "

@@ -340,9 +340,12 @@ def _additive_variant(
         weights = d2l_masked_softmax(scores, lens)
     else:
         weights = finite_masked_softmax(scores, lens)
-    if dim != -1:  # attend sees one query per step, so a softmax over the queries sees one score
+    if dim != -1:  # attend sees queries_per_call queries per call: a softmax over the queries sees those
+        per_call = inputs.get("queries_per_call", 1)
         weights = torch.cat(
-            [finite_masked_softmax(scores[:, t : t + 1], lens, dim=1) for t in range(scores.shape[1])], 1
+            [finite_masked_softmax(scores[:, t : t + per_call], lens, dim=1)
+             for t in range(0, scores.shape[1], per_call)],
+            1,
         )
     return torch.bmm(weights, inputs["values"]), weights, uses_wk
 
@@ -770,6 +773,18 @@ def _bugged_attention(inputs: dict[str, Any], remaining: frozenset[str] = frozen
     return weights @ v, weights
 
 
+def _fixed_attention(inputs: dict[str, Any], *, mask_before: bool = True, extra: int = 0) -> Any:
+    """masked_attention with its three bugs fixed but one new slip: the padded keys left in the softmax and
+    zeroed after it (mask_before=False), or `extra` padded keys kept (`<=` in the mask: extra=1)."""
+    q, k, v, lens = inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"]
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    real = (torch.arange(k.shape[1]) < lens[:, None] + extra)[:, None, :]
+    if mask_before:
+        scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1) * real
+    return weights @ v, weights
+
+
 def _masked_attention_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     weights = resolve("attn_course.masking.masked_softmax")(
         inputs["queries"] @ inputs["keys"].transpose(1, 2) / math.sqrt(inputs["queries"].shape[-1]),
@@ -824,7 +839,7 @@ def masked_attention(queries, keys, values, valid_lens):
     "which axis of the scores is the keys'? Which axis must the weights sum to 1 over? And what does the "
     "softmax give a row in which *every* score is -1e6 -- and what does -1e6 become in float16?",
     covers="num_queries equal to and different from num_keys; sentences of valid length 0 and full length; "
-    "float16, float32 and float64",
+    "float16, bfloat16, float32 and float64; written without the course's masked_softmax",
     defaults=_ATTENTION_DEFAULTS,
     specs=[
         {"seed": 91, "batch_size": 3, "num_queries": 4, "num_keys": 4, "valid_lens": [2, 0, 3]},
@@ -838,6 +853,7 @@ def masked_attention(queries, keys, values, valid_lens):
             "valid_lens": [4, 1],
             "dtype": "float64",
         },
+        {"seed": 95, "num_queries": 2, "num_keys": 3, "valid_lens": [1, 0], "dtype": "bfloat16"},
     ],
     build=_attention_case,
     call=lambda answer, i: answer(i["queries"], i["keys"], i["values"], i["valid_lens"]),
@@ -848,6 +864,17 @@ def masked_attention(queries, keys, values, valid_lens):
             "A sentence of valid length 0 came out NaN: filled with -inf, its softmax computes 0/0. Fill "
             "with `torch.finfo(scores.dtype).min` and zero the padded weights after the softmax.",
             lambda i: _bugged_attention(i, fill="inf"),
+        ),
+        Mistake(
+            "The padded keys took part in the softmax: zeroing their weights afterwards leaves the real "
+            "keys' weights summing to less than 1. Mask the scores *before* the softmax (fill with "
+            "`torch.finfo(scores.dtype).min`), then zero the padded weights.",
+            lambda i: _fixed_attention(i, mask_before=False),
+        ),
+        Mistake(
+            "The mask keeps one padded key: key j is real when j < valid_lens[i]; with `<=` the first "
+            "padded key gets weight too.",
+            lambda i: _fixed_attention(i, extra=1),
         ),
     ],
     error_hints=[
@@ -864,4 +891,10 @@ def masked_attention(queries, keys, values, valid_lens):
         ),
     ],
     package=["attn_course.attention.DotProductAttention"],
+    # The prompt asks for it without masked_softmax, which the other exercises of the chapter use.
+    avoid=[
+        "attn_course.masking.masked_softmax",
+        "attn_course.masking.masked_softmax_unchecked",
+        "attn_course.masking.softmax_excluding",
+    ],
 )

@@ -566,6 +566,7 @@ def _predicted(
     transposed: bool = False,
     gaussian: str = "after",
     edges: bool = True,
+    detached: bool = False,
     **weights: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Local-p's centres (eq. 9) and weights (eq. 10) as LuongDecoder computes them, and wrong variants."""
@@ -577,6 +578,7 @@ def _predicted(
         "minus_one": (lens - 1).to(queries.dtype)[:, None],
     }[length]
     centres = S * torch.sigmoid(((torch.tanh(hidden) if tanh else hidden) @ v_p.T).squeeze(-1))
+    centres = centres.detach() if detached else centres
     local = dict(inputs, centres=centres)
     if gaussian == "after" and edges:
         return centres, _local_weights(local, **weights)
@@ -636,7 +638,8 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
     "width. Then the weights, as in Q3: the window [p_t - D, p_t + D] (edges included) and the padding are "
     "masked before the softmax, and only then does the Gaussian with sigma = D / 2 multiply the result.",
     covers="p_t from each sentence's own length; window edges hit exactly (p_t = S_i / 2); windows wider "
-    "than short sentences; several queries per call; W_p applied as nn.Linear does; float32 and float64",
+    "than short sentences; several queries per call; W_p applied as nn.Linear does; float32 and float64; "
+    "gradients reaching W_p, v_p, the queries and the scores",
     defaults={
         "seed": 0,
         "batch_size": 3,
@@ -647,6 +650,7 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
         "centred_queries": 1,
         "dtype": "float32",
         "valid_lens": "random",
+        "grad": False,
     },
     specs=[
         {"seed": 131, "valid_lens": [6, 8, 4]},
@@ -662,6 +666,7 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
             "dtype": "float64",
         },
         {"seed": 134, "batch_size": 2, "num_queries": 2, "window": 4, "valid_lens": [10, 8]},
+        {"seed": 135, "batch_size": 2, "num_queries": 2, "valid_lens": [7, 9], "grad": True},
     ],
     build=_predict_case,
     call=lambda answer, i: answer(
@@ -709,6 +714,17 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
             "p_t is inside (mask |s - p_t| > D, not >= D).",
             lambda i: _predicted(i, edges=False),
         ),
+        Mistake(
+            "No gradient reaches W_p and v_p: the centre p_t was detached (`.detach()`, `torch.no_grad()`, "
+            "`.item()`), so the position predictor never learns where to look. Keep p_t in the graph: the "
+            "Gaussian's exp(-(s - p_t)^2 / (2 sigma^2)) is what carries the gradient back to W_p and v_p.",
+            lambda i: _predicted(i, detached=True),
+        ),
+        Mistake(
+            "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use it "
+            "as it is.",
+            lambda i: _predicted(i, rounded=True),
+        ),
     ],
     error_hints=[
         ErrorHint(
@@ -719,3 +735,4 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
     ],
     package=["attn_course.decoders.LuongDecoder"],
 )
+with_gradients(LOCAL_P_ATTENTION, ("queries", "scores", "W_p", "v_p"))

@@ -526,7 +526,7 @@ def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
         enc = model.encode(inputs["src"][i : i + 1], inputs["src_valid_lens"][i : i + 1])
         state = model.decoder.init_state(enc)
         state = state.index_select(torch.zeros(k, dtype=torch.long))
-        scores = [0.0] + [-math.inf] * (k - 1)
+        scores = [0.0] * k if kind == "all_start" else [0.0] + [-math.inf] * (k - 1)
         prefixes: list[list[int]] = [[] for _ in range(k)]
         y = torch.full((k,), inputs["bos"], dtype=torch.long)
         finished: list[tuple[float, float, list[int]]] = []  # (log P / lp, log P, tokens)
@@ -534,15 +534,18 @@ def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
             logits, new_state, _ = model.decoder.step(y, state)
             log_probs = F.log_softmax(logits.float(), dim=-1).double()
             lp = 1.0 if kind == "no_norm" else (t + 1) ** alpha
+            eos_lp = max(t, 1) ** alpha if kind == "eos_uncounted" else lp  # L without the <eos>
             candidates = (torch.tensor(scores, dtype=torch.float64)[:, None] + log_probs).view(-1)
             top, index = candidates.topk(2 * k)
             picks = [(float(score), int(c) // log_probs.shape[1], int(c) % log_probs.shape[1])
                      for score, c in zip(top.tolist(), index.tolist(), strict=True)]
             if kind != "eos_continues":
-                finished += [(score / lp, score, prefixes[beam]) for score, beam, token in picks[:k]
+                finished += [(score / eos_lp, score, prefixes[beam]) for score, beam, token in picks[:k]
                              if token == eos and math.isfinite(score)]
             if kind in ("keeps_finished", "eos_continues"):
                 live = picks[:k]  # <eos> continuations stay in the beam and are extended
+            elif kind == "top_k_only":  # the <eos> continuations among the K best leave dead beams
+                live = [p if p[2] != eos else (-math.inf, p[1], p[2]) for p in picks[:k]]
             else:
                 live = [p for p in picks if p[2] != eos][:k]
             scores = [score for score, _, _ in live]
@@ -551,21 +554,54 @@ def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
             state = new_state if kind == "no_reorder" else new_state.index_select(rows)
             y = torch.tensor([token for _, _, token in live])
             at_limit = t + 1 == inputs["max_len"]
-            if at_limit or len(finished) >= k or (kind == "first_stops" and finished):
-                if at_limit:
-                    room = max(0, k - len(finished)) if kind != "eos_continues" else k
+            first_stops = kind in ("first_stops", "first_stops_early") and finished
+            if at_limit or len(finished) >= k or first_stops:
+                if at_limit and not (kind == "first_stops_early" and first_stops):
+                    room = k if kind in ("eos_continues", "all_live") else max(0, k - len(finished))
                     live_ones = [(sc, p) for sc, p in zip(scores, prefixes, strict=True) if math.isfinite(sc)]
                     finished += [(sc / lp, sc, p) for sc, p in live_ones[:room]]
                 break
     return max(finished, key=lambda c: c[0])[2]
 
 
+def _cut_beam_search(inputs: dict[str, Any], i: int) -> list[int]:
+    """The wrong search that treats <eos> as an ordinary token: K beams run to max_len, then each is cut at
+    its first <eos> and scored log P (of the whole beam) / L^alpha, L up to that <eos>."""
+    model, eos, k, alpha = _scripted_model(inputs), inputs["eos"], inputs["beam_size"], inputs["alpha"]
+    with torch.no_grad():
+        enc = model.encode(inputs["src"][i : i + 1], inputs["src_valid_lens"][i : i + 1])
+        state = model.decoder.init_state(enc).index_select(torch.zeros(k, dtype=torch.long))
+        scores = torch.tensor([0.0] + [-math.inf] * (k - 1), dtype=torch.float64)
+        prefixes: list[list[int]] = [[] for _ in range(k)]
+        y = torch.full((k,), inputs["bos"], dtype=torch.long)
+        for _ in range(inputs["max_len"]):
+            logits, state, _ = model.decoder.step(y, state)
+            log_probs = F.log_softmax(logits.float(), dim=-1).double()
+            scores, index = (scores[:, None] + log_probs).view(-1).topk(k)
+            beams, tokens = index // log_probs.shape[1], index % log_probs.shape[1]
+            prefixes = [prefixes[b] + [w] for b, w in zip(beams.tolist(), tokens.tolist(), strict=True)]
+            state, y = state.index_select(beams), tokens
+    best, best_score = [], -math.inf
+    for score, tokens in zip(scores.tolist(), prefixes, strict=True):
+        length = tokens.index(eos) + 1 if eos in tokens else len(tokens)
+        if score / length**alpha > best_score:
+            best, best_score = tokens[: length - (eos in tokens)], score / length**alpha
+    return best
+
+
 def _beam_search_variant(kind: str):
     def variant(inputs: dict[str, Any]) -> list[list[int]]:
+        if kind == "cut_after":
+            return [_cut_beam_search(inputs, i) for i in range(inputs["src"].shape[0])]
         return [_one_beam_search(inputs, i, kind) for i in range(inputs["src"].shape[0])]
 
     return variant
 
+
+_FIRST_STOPS = (
+    "The sentence stopped when its first hypothesis finished: go on until it has beam_size finished "
+    "hypotheses (or reaches max_len), since a later one may score better."
+)
 
 BEAM_SEARCH = Exercise(
     "ch6.q3",
@@ -613,7 +649,7 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
         y = torch.tensor([token for _, token in keep])
         for b in range(batch_size):
             if not done[b] and t + 1 == max_len:         # at max_len, live prefixes are candidates too
-                live = [k for k in range(K) if scores[b, k] > -math.inf][: K - len(finished[b])]
+                live = [k for k in range(K) if scores[b, k] > -math.inf][: max(0, K - len(finished[b]))]
                 finished[b] += [(scores[b, k].item() / (t + 1) ** alpha, prefixes[b * K + k]) for k in live]
             done[b] = done[b] or len(finished[b]) >= K or t + 1 == max_len
         if all(done):
@@ -627,7 +663,8 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
     "become the beams. The decoder state must follow the beams you keep. A sentence is done with "
     "beam_size finished hypotheses, or at max_len, where its live beams compete too.",
     covers="beams reordered across rows, hypotheses finishing at different steps, length normalisation "
-    "changing the winner, sentences stopped by max_len, beam size 1 and 3",
+    "(with <eos> counted in L) changing the winner, sentences stopped by max_len with more live beams than "
+    "room, beam size 1 and 3",
     defaults={
         "seed": 0,
         "batch_size": 3,
@@ -646,6 +683,8 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
         {"seed": 156, "alpha": 1.0},  # one sentence's best translation is empty: <eos> at once
         {"seed": 154, "beam_size": 1, "max_len": 6},
         {"seed": 161, "batch_size": 4, "max_len": 5},
+        {"seed": 152, "max_len": 4},  # a sentence's best hypothesis depends on counting its <eos> in L
+        {"seed": 151, "max_len": 4},  # at max_len, more live beams than room for them
     ],
     build=_beam_search_case,
     call=_beam_search_call,
@@ -672,10 +711,38 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
             "hypothesis (its tokens without <eos>), not a prefix to extend up to max_len.",
             _beam_search_variant("eos_continues"),
         ),
+        Mistake(_FIRST_STOPS, _beam_search_variant("first_stops"),
+        ),
+        Mistake(_FIRST_STOPS, _beam_search_variant("first_stops_early")),
         Mistake(
-            "The sentence stopped when its first hypothesis finished: go on until it has beam_size finished "
-            "hypotheses (or reaches max_len), since a later one may score better.",
-            _beam_search_variant("first_stops"),
+            "Every beam started with score 0: the beam_size rows of a sentence start from the same <bos> and "
+            "state, so at the first step each picks the same best tokens and the beam fills with copies of "
+            "one prefix. Only the first row starts alive (score 0); give the others score -inf.",
+            _beam_search_variant("all_start"),
+        ),
+        Mistake(
+            "The length L left out the <eos>: L counts a finished hypothesis' tokens *and* its <eos> (whose "
+            "probability is in its log P), so a hypothesis with n tokens is divided by (n + 1)^alpha.",
+            _beam_search_variant("eos_uncounted"),
+        ),
+        Mistake(
+            "At max_len every live beam joined the candidates: only as many as it takes to reach beam_size "
+            "candidates join (the best first), and none when the sentence already has beam_size finished "
+            "hypotheses.",
+            _beam_search_variant("all_live"),
+        ),
+        Mistake(
+            "The new beams were taken from the beam_size best continuations only, so each <eos> among them "
+            "left a dead beam. Look at enough candidates (2 * beam_size) to find the beam_size best that do "
+            "not end in <eos>.",
+            _beam_search_variant("top_k_only"),
+        ),
+        Mistake(
+            "<eos> was treated as an ordinary token: the beams ran to max_len and were cut at their <eos> "
+            "afterwards, each scored by the log P of the whole beam. A continuation that ends in <eos> is "
+            "a finished hypothesis at once (scored with log P up to its <eos>), and the beams go on "
+            "without it.",
+            _beam_search_variant("cut_after"),
         ),
     ],
     error_hints=[

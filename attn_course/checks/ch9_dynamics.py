@@ -1,239 +1,402 @@
-"""Chapter 9's exercises, training dynamics: the inverse-sigmoid decay of scheduled sampling (ch9.q1) and the
-inputs of one scheduled-sampling step, gold or predicted per sentence (ch9.q2).
+"""Chapter 9's exercises, training dynamics: the exposure gap measured by hand, the free-running accuracy of
+a small trained model position by position (ch9.q1), and the decay constant k of scheduled sampling's
+inverse sigmoid that puts the teacher-forcing ratio at one half on a chosen step (ch9.q2).
 
-Each exercise is an `Exercise` with its cases, its reference in `attn_course.training`, and the known-wrong
-variants that name a learner's likely mistake.
+Each exercise is an `Exercise` with its cases, its reference (`attn_course.evaluation.accuracy_by_position`;
+the decay `attn_course.training.inverse_sigmoid_decay`) and the known-wrong variants that name a learner's
+likely mistake; an answer that calls the package's versions is refused by `Exercise` itself.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from dataclasses import asdict
+from numbers import Real
 from typing import Any
 
 import torch
 
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import seeded_randn, spec_generator
+from attn_course.checks.inputs import spec_generator, spec_size
+
+# ----------------------------------------------------------------------------------------------------
+# Python numbers, not tensors
 
 
-# ---------------------------------------------------------------------------------------------------- q1
-def _decay_case(spec: dict[str, Any]) -> Case:
-    steps, k = [int(s) for s in spec["steps"]], float(spec["k"])
-    if spec["seed"]:                      # a hidden seed adds three steps drawn over the whole fall
-        steps += torch.randint(0, int(20 * k) + 1, (3,), generator=spec_generator(spec)).tolist()
-    return Case(f"k = {k:g}, steps {steps}", {"steps": steps, "k": k}, spec, "the ratios, one per step")
+def no_tensor_numbers(output: Any, what: str) -> Any:
+    """output, refused (TypeError) if it holds a torch.Tensor where the prompt asks for Python numbers."""
+    parts = output if isinstance(output, (tuple, list)) else (output,)
+    for part in parts:
+        items = part if isinstance(part, (tuple, list)) else (part,)
+        if any(isinstance(item, torch.Tensor) for item in items):
+            raise TypeError(f"{what} returned a torch.Tensor where a Python number is asked")
+    return output
 
 
-def _decay_call(answer: Any, inputs: dict[str, Any]) -> list[Any]:
-    """The learner's ratio at every step; a one-number tensor (torch.exp in place of math.exp) is read out."""
-    ratios = [answer(step, inputs["k"]) for step in inputs["steps"]]
-    return [float(r) if isinstance(r, torch.Tensor) and r.numel() == 1 else r for r in ratios]
+TENSOR_NUMBER_HINT = ErrorHint(
+    r"returned a torch\.Tensor where a Python number",
+    "You returned torch tensors where the prompt asks for Python numbers: turn each one into a float (or an "
+    "int for a count) before returning it, so the result no longer depends on torch or on a device.",
+)
 
 
-def _decay_variant(formula):
-    """A wrong formula of (step, k), applied to every step of the case (None where it overflows)."""
+# ---------------------------------------------------------------------------------------------- ch9.q1
+#: The small reversal task and model of ch9.q1: 100 updates, a couple of seconds on one CPU core.
+_TASK = {"num_pairs": 800, "min_len": 4, "max_len": 9, "vocab_size": 12, "seed": 0}
+_SIZES = {"embed_size": 16, "decoder_hiddens": 32}
+_TRAINING = {"epochs": 5, "batch_size": 32, "lr": 1e-2}
+_EXPOSURE_PACKAGE = ["attn_course.evaluation.accuracy_by_position", "attn_course.dynamics.exposure"]
+#: Package functions that do the decoding an answer must write (calling one is refused too).
+_EXPOSURE_AVOID = ["attn_course.training.scheduled_sampling_logits", "attn_course.decoding.greedy_decode"]
 
-    def variant(inputs: dict[str, Any]) -> list[float] | None:
+
+@functools.cache
+def _exposure_task() -> Any:
+    return resolve("attn_course.chapters.reversal_data")(**_TASK)
+
+
+@functools.cache
+def _exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """(ModelConfig as a dict, state_dict) of the ch9.q1 model, trained or as built; the same numbers each
+    time (seed 0), and the caller's random state left as it was."""
+    chapters, training = resolve("attn_course.chapters"), resolve("attn_course.training")
+    data = _exposure_task()
+    config = chapters.variant_config("bahdanau", data, chapters.Recipe(**_SIZES))
+    threads = torch.get_num_threads()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = resolve("attn_course.seq2seq.Seq2Seq").from_config(config)
+        if trained:
+            loader = data.loader(data.train, _TRAINING["batch_size"], shuffle=True, seed=0)
+            torch.set_num_threads(1)             # small matrices: one thread is fastest, and never waits
+            try:
+                training.train(model, loader, epochs=_TRAINING["epochs"], lr=_TRAINING["lr"], device="cpu",
+                               progress=False)
+            finally:
+                torch.set_num_threads(threads)
+    return asdict(config), {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _exposure_model(inputs: dict[str, Any]) -> Any:
+    """A fresh copy of the case's model, in eval mode and the case's dtype, on the CPU."""
+    config = resolve("attn_course.seq2seq.ModelConfig")(**inputs["config"])
+    model = resolve("attn_course.seq2seq.Seq2Seq").from_config(config)
+    model.load_state_dict(inputs["state_dict"])
+    return model.to(inputs["state_dict"]["decoder.output.weight"].dtype).eval()
+
+
+def _exposure_case(spec: dict[str, Any]) -> Case:
+    data, gen = _exposure_task(), spec_generator(spec)
+    size = min(spec_size(spec, "batch_size"), len(data.test))
+    picked = torch.randperm(len(data.test), generator=gen)[:size].tolist()
+    config, state = _exposure_weights(spec["model"] == "trained")
+    dtype = {"float32": torch.float32, "float64": torch.float64}[spec["dtype"]]
+    batch = resolve("attn_course.data.make_batch")([data.test[i] for i in picked], data.src_vocab,
+                                                   data.tgt_vocab)
+    inputs = {"config": config, "state_dict": {k: v.to(dtype) if v.is_floating_point() else v
+                                               for k, v in state.items()},
+              "batch": dict(batch._asdict()), "picked": picked}
+    label = (f"the {spec['model']} model ({spec['dtype']}) on {size} test sentences, tgt_valid_lens "
+             f"{batch.tgt_valid_lens.tolist()}")
+    return Case(label, inputs, spec, ("the accuracy by position", "the count by position"))
+
+
+def _batch(inputs: dict[str, Any]) -> Any:
+    return resolve("attn_course.data.Batch")(**inputs["batch"])
+
+
+def _exposure_call(answer: Any, inputs: dict[str, Any]) -> Any:
+    return no_tensor_numbers(answer(_exposure_model(inputs), _batch(inputs)), "free_running_accuracy")
+
+
+def _reference_exposure(inputs: dict[str, Any], free_running: bool = True) -> tuple[list[float], list[int]]:
+    data = _exposure_task()
+    accuracy, count = resolve("attn_course.evaluation.accuracy_by_position")(
+        _exposure_model(inputs), [data.test[i] for i in inputs["picked"]], data, free_running=free_running)
+    return accuracy, count
+
+
+@torch.no_grad()
+def _fed_bos(model: Any, batch: Any) -> torch.Tensor:
+    """Logits (batch_size, T, V) when every step is fed <bos> (the input never updated)."""
+    state = model.decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
+    logits = []
+    for _ in range(batch.tgt_in.shape[1]):
+        step_logits, state, _ = model.decoder.step(batch.tgt_in[:, 0], state)
+        logits.append(step_logits)
+    return torch.stack(logits, 1)
+
+
+def _exposure_variant(kind: str) -> Callable[[dict[str, Any]], Any]:
+    """A known-wrong free-running accuracy: what is fed, what is compared, what is counted."""
+
+    @torch.no_grad()
+    def variant(inputs: dict[str, Any]) -> Any:
+        if kind == "gold":
+            return _reference_exposure(inputs, free_running=False)
+        model, batch = _exposure_model(inputs), _batch(inputs)
+        if kind == "bos":
+            logits = _fed_bos(model, batch)
+        else:
+            logits = resolve("attn_course.training.scheduled_sampling_logits")(
+                model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.0)
+        predicted, target = logits.argmax(-1), batch.tgt_in if kind == "tgt_in" else batch.tgt_out
+        real = torch.arange(target.shape[1])[None] < batch.tgt_valid_lens[:, None]
+        hits = (predicted == target) & real
+        if kind in ("eos_miss", "eos_drop"):
+            is_eos = (predicted == _exposure_task().tgt_vocab.eos).long()
+            after = (is_eos.cumsum(1) - is_eos) > 0                  # positions after the first <eos>
+            hits &= ~after
+            if kind == "eos_drop":
+                real &= ~after
+        if kind == "all_rows":
+            real = torch.ones_like(real)
+        count = real.sum(0).tolist()
+        accuracy = [h / n if n else 0.0 for h, n in zip(hits.sum(0).tolist(), count, strict=True)]
+        if kind == "overall":
+            return sum(hits.sum(0).tolist()) / sum(count)
+        if kind == "accuracy_only":
+            return accuracy
+        return accuracy, count
+
+    return variant
+
+
+EXPOSURE = Exercise(
+    "ch9.q1",
+    "free_running_accuracy",
+    "Exposure bias measured: next-word accuracy by position when the decoder is fed its own words",
+    solution='''
+@torch.no_grad()
+def free_running_accuracy(model, batch):
+    """Next-word accuracy at every target position when each decoder step is fed the model's own
+    previous word (its argmax), never the reference; greedy decoding that never stops early.
+
+    model: a trained Seq2Seq in eval mode; batch: an attn_course.data.Batch with src (B, S),
+    src_valid_lens (B,), tgt_in (B, T) = <bos> y_1 ..., tgt_out (B, T) = y_1 ... <eos>, tgt_valid_lens (B,).
+    Step 0 reads <bos>; step t > 0 reads the argmax of step t - 1's logits (Bengio et al. 2015).
+    Returns (accuracy, count): two lists of T Python numbers; count[t] (an int) is how many sentences
+    have a real token at position t, accuracy[t] (a float) the share of them whose argmax at step t is
+    tgt_out[b, t].
+    """
+    state = model.decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
+    y, predictions = batch.tgt_in[:, 0], []
+    for _ in range(batch.tgt_in.shape[1]):
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(dim=-1)                       # the model's own word feeds the next step
+        predictions.append(y)
+    predicted = torch.stack(predictions, dim=1)                                     # (B, T)
+    positions = torch.arange(batch.tgt_out.shape[1], device=batch.tgt_out.device)
+    real = positions[None, :] < batch.tgt_valid_lens[:, None]                       # (B, T)
+    hits = ((predicted == batch.tgt_out) & real).sum(dim=0)
+    count = real.sum(dim=0)
+    return (hits / count).tolist(), count.tolist()
+''',
+    hint="Step the decoder one word at a time, as chapter 9's scheduled sampling does, but with the coin "
+    "always tails: what each step reads is decided by the step before it. Score a position only for the "
+    "sentences that are still real there, and count them; both lists hold plain Python numbers.",
+    covers="a trained model, the same model in float64 and an untrained one; batches of 1 to 40 sentences of "
+    "different lengths (padded positions not counted); sentences whose own words go wrong early",
+    defaults={"seed": 0, "model": "trained", "batch_size": 8, "dtype": "float32"},
+    specs=[
+        {"seed": 1},
+        {"seed": 2, "batch_size": 1},
+        {"seed": 3, "batch_size": 40, "dtype": "float64"},
+        {"seed": 4, "model": "untrained", "batch_size": 6},
+        {"seed": 5, "batch_size": 16},
+    ],
+    build=_exposure_case,
+    call=_exposure_call,
+    reference=_reference_exposure,
+    mistakes=[
+        Mistake(
+            "That is the teacher-forced accuracy: your steps read the reference word. Free running feeds "
+            "each step the model's own previous word, the argmax of the step before.",
+            _exposure_variant("gold"),
+        ),
+        Mistake(
+            "Every step was fed <bos>: the input never changed. After step 0, feed each step the argmax of "
+            "the logits the step before produced.",
+            _exposure_variant("bos"),
+        ),
+        Mistake(
+            "The predictions were compared with tgt_in, which is shifted by one (<bos> first): step t "
+            "predicts tgt_out[:, t].",
+            _exposure_variant("tgt_in"),
+        ),
+        Mistake(
+            "Padded positions were counted: every sentence counts at every position. Count a sentence at "
+            "position t only when t < tgt_valid_lens, and divide by that count.",
+            _exposure_variant("all_rows"),
+        ),
+        Mistake(
+            "Your decoder stopped at the first <eos> it predicted and scored the later positions as misses: "
+            "this measure never stops early; each later step is fed the model's own word too.",
+            _exposure_variant("eos_miss"),
+        ),
+        Mistake(
+            "Your decoder stopped at the first <eos> it predicted and left the later positions out of the "
+            "count: this measure never stops early; each later step is fed the model's own word too.",
+            _exposure_variant("eos_drop"),
+        ),
+        Mistake(
+            "One number over all tokens: the exercise asks for the accuracy at every position (and the "
+            "counts), to see where the free-running decoder falls behind.",
+            _exposure_variant("overall"),
+        ),
+        Mistake(
+            "Only the accuracies were returned: return (accuracy, count), the counts too.",
+            _exposure_variant("accuracy_only"),
+        ),
+    ],
+    error_hints=[
+        TENSOR_NUMBER_HINT,
+        ErrorHint(
+            r"y_prev has shape",
+            "A decoder step reads one word per sentence, (batch_size,) long: the model's word is the argmax "
+            "over the vocabulary, the last axis of the step's logits.",
+        ),
+        ErrorHint(
+            r"Expected all tensors to be on the same device",
+            "A tensor was made on another device than the batch: create new tensors on the batch's device.",
+        ),
+    ],
+    package=_EXPOSURE_PACKAGE,
+    avoid=_EXPOSURE_AVOID,
+)
+
+
+# ---------------------------------------------------------------------------------------------- ch9.q2
+def _half_way_case(spec: dict[str, Any]) -> Case:
+    steps = [int(s) for s in spec["steps"]]
+    if spec["seed"]:                       # a hidden seed adds three steps, from 0 to a million
+        steps += torch.randint(0, 10**6, (3,), generator=spec_generator(spec)).tolist()
+    return Case(f"steps {steps}", {"steps": steps}, spec, "the ratios your k gives, one per step")
+
+
+def _ratio(step: int, k: Any) -> Any:
+    """The teacher-forcing ratio k gives at `step` (the package's decay), or the problem with k in words."""
+    if isinstance(k, bool) or not isinstance(k, Real):
+        return k
+    if not math.isfinite(k) or k <= 0:
+        return f"k = {k}, not a positive decay constant"
+    if step / k > 700:                     # the decay is 0 to every digit there (and exp would overflow)
+        return 0.0
+    return resolve("attn_course.training.inverse_sigmoid_decay")(step, k=float(k))
+
+
+def _half_way_call(answer: Any, inputs: dict[str, Any]) -> list[Any]:
+    ks = [no_tensor_numbers(answer(step), "k_for_half") for step in inputs["steps"]]
+    return [_ratio(step, k) for step, k in zip(inputs["steps"], ks, strict=True)]
+
+
+def _solve(f: Callable[[float], float], low: float, high: float) -> float:
+    """The root of an increasing f in [low, high], by bisection to the last bit."""
+    for _ in range(200):
+        middle = (low + high) / 2
+        if f(middle) < 0:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def _k_variant(choose: Callable[[int], float]) -> Callable[[dict[str, Any]], list[Any]]:
+    """A wrong choice of k for each step, turned into the ratios it gives (None where it cannot be made)."""
+
+    def variant(inputs: dict[str, Any]) -> list[Any] | None:
         try:
-            return [formula(step, inputs["k"]) for step in inputs["steps"]]
-        except (OverflowError, ZeroDivisionError):
+            return [_ratio(step, choose(step)) for step in inputs["steps"]]
+        except (OverflowError, ValueError, ZeroDivisionError):
             return None
 
     return variant
 
 
-def _reference_decay(inputs: dict[str, Any]) -> list[float]:
-    decay = resolve("attn_course.training.inverse_sigmoid_decay")
-    return [decay(step, k=inputs["k"]) for step in inputs["steps"]]
+def _reference_half_way(inputs: dict[str, Any]) -> list[float]:
+    return [0.5 for _ in inputs["steps"]]
 
 
-INVERSE_SIGMOID = Exercise(
-    "ch9.q1",
-    "inverse_sigmoid_decay",
-    "Scheduled sampling's inverse-sigmoid decay of the teacher-forcing ratio",
+HALF_WAY = Exercise(
+    "ch9.q2",
+    "k_for_half",
+    "Scheduling scheduled sampling: the k that puts the teacher-forcing ratio at one half on a given step",
     solution='''
-def inverse_sigmoid_decay(step, k):
-    """The probability eps_i of feeding the gold previous word at training step i (0-based), k >= 1:
-    eps_i = k / (k + exp(i / k))   (Bengio et al. 2015, sec. 2.4).
+def k_for_half(step):
+    """The decay constant k >= 1 whose inverse-sigmoid ratio eps_i = k / (k + exp(i / k)) (Bengio et al.
+    2015, sec. 2.4) is exactly 1/2 at training step i = step (an int >= 0). Returns a Python float.
 
-    Starts just below 1 (k / (k + 1)), stays high for about k log k steps, then falls towards 0.
-    Returns a float in (0, 1); for very large i, exp overflows: the ratio is then 0.
+    eps_i = 1/2  <=>  exp(i / k) = k  <=>  k ln k = i: k ln k grows from 0 (at k = 1) without bound, so
+    the root is unique and lies in [1, i + 2] (at k = i + 2, k ln k > i). Bisection, to the last bit.
     """
-    ratio = step / k
-    if ratio > 700:                      # math.exp overflows a little past 709
-        return 0.0
-    return k / (k + math.exp(ratio))
+    low, high = 1.0, step + 2.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle * math.log(middle) < step:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
 ''',
-    hint="Write eps_i exactly as the paper does, with i / k inside the exponential and k on both sides "
-    "of the fraction; check your function at i = 0 (a value just below 1) and for a huge i, where the "
-    "exponential no longer fits in a float.",
-    covers="k = 1, 5 and 100; the first step; steps far past the fall, where exp(i / k) overflows",
-    defaults={"seed": 0, "k": 10.0, "steps": [0, 1, 10, 50]},
+    hint="Set the ratio to one half and simplify until k appears on one side with a logarithm. The equation "
+    "has no closed form with the usual functions, but one side only grows with k for k of 1 or more, so a "
+    "search between two values that surely enclose the root closes in on it; check the small steps (0, 1, "
+    "2) as well as the large ones, and return a float.",
+    covers="steps 0 (k = 1), 1 and 2 (k above the step), the chapter's 190 updates, a million and a billion",
+    defaults={"seed": 0, "steps": [0, 5, 190]},
     specs=[
-        {"k": 10.0, "steps": [0, 1, 5, 10, 23, 50, 100]},
-        {"k": 1.0, "steps": [0, 1, 2, 5]},
-        {"k": 100.0, "steps": [0, 100, 460, 1000, 2000]},
-        {"k": 5.0, "steps": [0, 3, 8, 20, 100000]},
+        {"steps": [0, 1, 2, 3]},
+        {"steps": [10, 50, 189, 190]},
+        {"steps": [1000, 12345]},
+        {"steps": [10**6, 10**9]},
     ],
-    build=_decay_case,
-    call=_decay_call,
-    reference=_reference_decay,
+    build=_half_way_case,
+    call=_half_way_call,
+    reference=_reference_half_way,
     mistakes=[
         Mistake(
-            "You returned 1 - eps_i, the probability of feeding the model's own prediction; eps_i, the "
-            "teacher-forcing ratio, starts near 1 and decays.",
-            _decay_variant(lambda i, k: 1 - k / (k + math.exp(i / k))),
+            "k = i is not the answer: the ratio is 1/2 where exp(i / k) = k, that is where k ln k = i.",
+            _k_variant(lambda i: float(i)),
         ),
         Mistake(
-            "The exponent is i / k, not i: without dividing by k the ratio collapses after a few steps, "
-            "whatever k is.",
-            _decay_variant(lambda i, k: k / (k + math.exp(i))),
+            "Your search interval [1, i] does not hold the root for small steps: when i < e, the k with "
+            "k ln k = i is larger than i (1.76 for i = 1). Widen the upper end.",
+            _k_variant(lambda i: _solve(lambda k: k * math.log(k) - i, 1.0, max(1.0, float(i)))),
         ),
         Mistake(
-            "The denominator is k + exp(i / k), not 1 + exp(i / k): with 1 the ratio starts above 1, which "
-            "is not a probability.",
-            _decay_variant(lambda i, k: k / (1 + math.exp(i / k))),
+            "That is one step of the iteration k = i / ln k, started at k = i: repeat it until k stops "
+            "changing (or search for the root of k ln k = i).",
+            _k_variant(lambda i: i / math.log(i)),
         ),
         Mistake(
-            "That is a plain sigmoid of -i / k, 1 / (1 + exp(i / k)), which starts at 0.5: the k in the "
-            "numerator and the denominator keeps the ratio near 1 for the first steps.",
-            _decay_variant(lambda i, k: 1 / (1 + math.exp(i / k))),
+            "The logarithm's base: exp(i / k) = k gives k ln k = i with the natural log, not log10 or log2.",
+            _k_variant(lambda i: _solve(lambda k: k * math.log10(k) - i, 1.0, i + 2.0)),
         ),
         Mistake(
-            "Your ratio rises with the steps, 1 / (1 + exp(-i / k)), a sigmoid that goes up: the teacher-"
-            "forcing ratio must start near 1 and decay, k / (k + exp(i / k)).",
-            _decay_variant(lambda i, k: 1 / (1 + math.exp(-i / k))),
+            "Your k puts the ratio at one half one step late (k ln k = i + 1): steps count from 0, and the "
+            "ratio must be 1/2 at step i itself.",
+            _k_variant(lambda i: _solve(lambda k: k * math.log(k) - (i + 1), 1.0, i + 3.0)),
         ),
         Mistake(
-            "The exponent's sign is flipped: exp(-i / k) makes the ratio rise towards 1 instead of decaying.",
-            _decay_variant(lambda i, k: k / (k + math.exp(-i / k))),
+            "The decay's denominator is k + exp(i / k); with 1 + exp(i / k) you solved another equation "
+            "(2k = 1 + exp(i / k)).",
+            _k_variant(lambda i: _solve(lambda k: 2 * k - 1 - math.exp(min(i / k, 700)), 1.0, i + 2.0)),
         ),
     ],
     error_hints=[
+        TENSOR_NUMBER_HINT,
         ErrorHint(
             r"OverflowError",
-            "math.exp overflows past about exp(709): for a step that far beyond k, the ratio is 0 to every "
-            "digit a float has. Return 0.0 there (or use a function that gives inf instead of raising).",
+            "exp(i / k) overflows for a small trial k and a large step: solve the equation in its "
+            "logarithmic "
+            "form (k ln k = i), which stays small.",
         ),
-    ],
-    package=["attn_course.training.inverse_sigmoid_decay", "attn_course.training.Decay"],
-)
-
-
-# ---------------------------------------------------------------------------------------------------- q2
-def _mix_case(spec: dict[str, Any]) -> Case:
-    gen = spec_generator(spec)
-    batch_size, vocab_size, ratio = int(spec["batch_size"]), int(spec["vocab_size"]), float(spec["ratio"])
-    logits = seeded_randn((batch_size, vocab_size), gen, torch.float32, scale=3.0)
-    gold = torch.randint(0, vocab_size, (batch_size,), generator=gen)
-    coins = torch.rand(batch_size, generator=gen)
-    if spec["coins"] == "edge":                      # a coin exactly at the ratio, and one at 0
-        coins[0], coins[-1] = ratio, 0.0
-    inputs = {"gold": gold, "prev_logits": logits, "ratio": ratio, "coins": coins}
-    label = (f"batch of {batch_size}, vocabulary of {vocab_size}, ratio {ratio:g}, coins "
-             f"{[round(c, 2) for c in coins.tolist()]}")
-    return Case(label, inputs, spec, "the tokens to feed")
-
-
-def _mix_call(fn: Any, inputs: dict[str, Any]) -> Any:
-    return fn(inputs["gold"], inputs["prev_logits"], inputs["ratio"], inputs["coins"])
-
-
-def _reference_mix(inputs: dict[str, Any]) -> torch.Tensor:
-    """The rule of `attn_course.training.scheduled_sampling_logits`, with the case's coins."""
-    gold, logits, ratio, coins = inputs["gold"], inputs["prev_logits"], inputs["ratio"], inputs["coins"]
-    return torch.where(coins < ratio, gold, logits.argmax(-1))
-
-
-def _mix_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> Any:
-        gold, logits, ratio, coins = inputs["gold"], inputs["prev_logits"], inputs["ratio"], inputs["coins"]
-        predicted = logits.argmax(-1)
-        if kind == "inverted":
-            return torch.where(coins >= ratio, gold, predicted)
-        if kind == "at_most":
-            return torch.where(coins <= ratio, gold, predicted)
-        if kind == "one_coin":
-            return gold.clone() if bool(coins[0] < ratio) else predicted
-        if kind == "values":
-            return torch.where(coins < ratio, gold.to(logits.dtype), logits.max(-1).values)
-        if kind == "batch_axis":
-            if logits.shape[0] != logits.shape[1]:
-                return None
-            return torch.where(coins < ratio, gold, logits.argmax(0))
-        return None
-
-    return variant
-
-
-MIX_INPUTS = Exercise(
-    "ch9.q2",
-    "scheduled_inputs",
-    "One scheduled-sampling step: feed the gold word or the model's own, sentence by sentence",
-    solution='''
-def scheduled_inputs(gold, prev_logits, ratio, coins):
-    """The words to feed the decoder at one step of scheduled sampling (Bengio et al. 2015, sec. 2.3).
-
-    gold: (batch_size,) long, the reference previous words y_{t-1}; prev_logits: (batch_size, vocab_size),
-    the previous step's logits; ratio: the teacher-forcing ratio eps in [0, 1]; coins: (batch_size,) floats
-    drawn uniformly from [0, 1), one per sentence. Sentence b is fed gold[b] when coins[b] < ratio (with
-    probability eps), else the model's own guess, the argmax of prev_logits[b].
-    Returns: (batch_size,) long.
-    """
-    predicted = prev_logits.argmax(dim=-1)                    # (batch_size,), no gradient flows through it
-    return torch.where(coins < ratio, gold, predicted)
-''',
-    hint="Every sentence has its own coin, so decide for the whole batch at once with an element-wise choice "
-    "between two (batch_size,) tensors, using the coin rule of the prompt exactly (think about a coin of "
-    "0 at ratio 0). The model's guess is an index into the vocabulary, taken along the right axis of the "
-    "logits. Build a new tensor; do not write into gold.",
-    covers="ratios 0, 0.5 and 1; a coin equal to the ratio; a coin of 0 at ratio 0; a square batch (as many "
-    "sentences as words); gold left unchanged",
-    defaults={"seed": 0, "batch_size": 6, "vocab_size": 9, "ratio": 0.5, "coins": "random"},
-    specs=[
-        {"seed": 1},
-        {"seed": 2, "batch_size": 8, "vocab_size": 8, "ratio": 0.3},
-        {"seed": 3, "ratio": 0.0, "coins": "edge"},
-        {"seed": 4, "batch_size": 5, "vocab_size": 12, "ratio": 1.0},
-        {"seed": 5, "batch_size": 7, "ratio": 0.6, "coins": "edge"},
-        {"seed": 6, "batch_size": 1, "vocab_size": 4, "ratio": 0.5},
-    ],
-    build=_mix_case,
-    call=_mix_call,
-    reference=_reference_mix,
-    mistakes=[
-        Mistake(
-            "The coin test is inverted: you fed the gold word when coins >= ratio, that is with probability "
-            "1 - eps. Feed gold where `coins < ratio`.",
-            _mix_variant("inverted"),
-        ),
-        Mistake(
-            "`coins <= ratio` feeds the gold word at ratio 0 when a coin is exactly 0; with `coins < ratio`, "
-            "ratio 0 never feeds it and ratio 1 always does.",
-            _mix_variant("at_most"),
-        ),
-        Mistake(
-            "One coin decided for the whole batch: each sentence has its own coin, `coins[b]`, so some "
-            "sentences get the gold word and others their own guess at the same step.",
-            _mix_variant("one_coin"),
-        ),
-        Mistake(
-            "You fed the largest logit's value, not its index: the model's guess is the word "
-            "`prev_logits.argmax(dim=-1)`, a long tensor.",
-            _mix_variant("values"),
-        ),
-        Mistake(
-            "The argmax ran over the batch (axis 0): each sentence's guess is the argmax over the "
-            "vocabulary, the last axis of prev_logits.",
-            _mix_variant("batch_axis"),
-        ),
-    ],
-    error_hints=[
         ErrorHint(
-            r"The size of tensor a \(\d+\) must match the size of tensor b",
-            "Shapes do not line up: gold and coins are (batch_size,), and the guess must be too, one word "
-            "per sentence, taken over the vocabulary axis of prev_logits.",
+            r"ZeroDivisionError|math domain error",
+            "A log of 0 or a division by log 1 = 0: at step 0 the answer is k = 1, where ln k = 0; start any "
+            "iteration or interval so that it never divides by ln k or takes the log of 0.",
         ),
     ],
-    package=["attn_course.training.scheduled_sampling_logits"],
 )

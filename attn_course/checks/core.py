@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 import html
+import inspect
 import math
 import os
 import re
@@ -22,6 +23,7 @@ import textwrap
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 import torch
@@ -145,10 +147,16 @@ class Mistake:
 
 @dataclass(frozen=True)
 class ErrorHint:
-    """If the learner's code raised an error whose "Type: message" matches `pattern`, say `hint`."""
+    """If the learner's code raised an error whose "Type: message" matches `pattern` (and, when `line` is
+    given, whose line in the learner's code matches `line`), say `hint`."""
 
     pattern: str
     hint: str
+    line: str | None = None
+
+    def matches(self, text: str, where: str) -> bool:
+        on_line = self.line is None or bool(re.search(self.line, where))
+        return on_line and bool(re.search(self.pattern, text))
 
 
 def _clone(value: Any) -> Any:
@@ -251,11 +259,14 @@ def _fmt(x: float) -> str:
     return "nan" if math.isnan(x) else f"{x:.4g}"
 
 
-def compare(expected: Any, got: Any, names: str | Sequence[str] = "the result") -> str | None:
+def compare(
+    expected: Any, got: Any, names: str | Sequence[str] = "the result", *, loose: float = 1.0
+) -> str | None:
     """None if `got` matches `expected` (within a dtype's tolerance), else a sentence saying how it differs.
 
     Tensors must agree in type, shape, dtype and values (NaN only where expected has NaN); tuples and lists
     element by element (either container type is accepted); floats to 1e-6 relative; the rest exactly.
+    loose: a factor on the tolerances of floating tensors and numbers (for matching a known mistake).
     """
     what = names if isinstance(names, str) else "the result"
     if isinstance(expected, (tuple, list)):
@@ -266,16 +277,16 @@ def compare(expected: Any, got: Any, names: str | Sequence[str] = "the result") 
             return f"{_is(what)} {_describe(got)}, expected {len(expected)} values ({', '.join(names)})"
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             name = names[i] if not isinstance(names, str) and i < len(names) else f"item {i} of {what}"
-            diff = compare(e, g, name)
+            diff = compare(e, g, name, loose=loose)
             if diff is not None:
                 return diff
         return None
     if isinstance(expected, torch.Tensor):
-        return _compare_tensors(expected, got, what)
+        return _compare_tensors(expected, got, what, loose)
     if isinstance(expected, float):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
             return f"{_is(what)} {_describe(got)}, expected a number"
-        if not math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
+        if not math.isclose(got, expected, rel_tol=1e-6 * loose, abs_tol=1e-9 * loose):
             return f"{_is(what)} {got:.6g}, expected {expected:.6g}"
         return None
     if isinstance(expected, set) and isinstance(got, (list, tuple)):
@@ -287,7 +298,7 @@ def compare(expected: Any, got: Any, names: str | Sequence[str] = "the result") 
     return None
 
 
-def _compare_tensors(expected: torch.Tensor, got: Any, what: str) -> str | None:
+def _compare_tensors(expected: torch.Tensor, got: Any, what: str, loose: float = 1.0) -> str | None:
     if not isinstance(got, torch.Tensor):
         return f"{_is(what)} {_describe(got)}, expected a torch.Tensor of shape {tuple(expected.shape)}"
     if got.shape != expected.shape:
@@ -316,7 +327,7 @@ def _compare_tensors(expected: torch.Tensor, got: Any, what: str) -> str | None:
             "was expected"
         )
     rtol, atol = _tolerance(expected.dtype)
-    close = torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    close = torch.isclose(g, e, rtol=rtol * loose, atol=atol * loose, equal_nan=True)
     if bool(close.all()):
         return None
     error = torch.where(close, torch.zeros_like(e), (g - e).abs().nan_to_num(nan=math.inf))
@@ -372,6 +383,103 @@ def _raised_by_learner(exc: BaseException) -> bool:
     return bool(frames) and is_learner_frame(frames[-1].filename)
 
 
+def _explains(expected: Any, wrong: Any, got: Any, names: str | Sequence[str]) -> bool:
+    """Whether a mistake's output `wrong` explains the learner's `got`: equal to it (loosely, since the
+    learner's numerics may differ a little from the variant's) in every output the mistake changes. For an
+    answer with several outputs, the others may be wrong in another way: the mistake explains its part."""
+    several = not isinstance(names, str) and all(isinstance(x, (tuple, list)) for x in (expected, wrong, got))
+    if not several or not len(expected) == len(wrong) == len(got):
+        return compare(wrong, got, names, loose=10.0) is None
+    changed = [i for i, (e, w) in enumerate(zip(expected, wrong, strict=True)) if compare(e, w) is not None]
+    return bool(changed) and all(compare(wrong[i], got[i], loose=10.0) is None for i in changed)
+
+
+def _pointer(problem: str) -> str:
+    """Where to look for a difference that no known mistake explains: a NaN or a shape says which lines."""
+    if " NaN (" in problem:
+        return (
+            " NaN comes from 0 / 0, inf - inf or 0 * inf: look for a row with nothing to normalise over, an "
+            "`exp` that underflows to 0 or overflows to inf, an -inf fill, or a mask multiplied into an inf."
+        )
+    if " shape (" in problem:
+        return (
+            " Look at the line that builds it: an axis dropped (`squeeze()`, a sum or max without "
+            "`keepdim=True`), one added, or two swapped?"
+        )
+    return ""
+
+
+def _what_differs(
+    cases: Sequence[Case], attempts: Sequence[Mapping[str, Any]], references: Sequence[Any]
+) -> str:
+    """For an answer with several outputs: which of them differ from the reference, on how many of the cases
+    that ran, and so which lines to read ("" for a single output)."""
+    wrong: dict[str, int] = {}
+    right: list[str] = []
+    ran = 0
+    for case, att, expected in zip(cases, attempts, references, strict=True):
+        got = att.get("output")
+        several = not isinstance(case.names, str) and isinstance(expected, (tuple, list))
+        if att.get("status") != "ok" or not several:
+            continue
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return ""
+        ran += 1
+        for name, e, g in zip(case.names, expected, got, strict=False):
+            if compare(e, g, name) is not None:
+                wrong[name] = wrong.get(name, 0) + 1
+            elif name not in right:
+                right.append(name)
+    if not wrong:
+        return ""
+    counts = ", ".join(f"{name} in {n} of {ran}" for name, n in wrong.items())
+    fine = [name for name in right if name not in wrong]
+    agree = ""
+    if fine:
+        names = " and ".join(fine)
+        agree = f"; {names} {'agree' if len(fine) > 1 else _verb(names, 'agrees', 'agree')[len(names) + 1:]}"
+        agree += " in every case that ran"
+    lines = " and ".join(wrong)
+    return f"\nWhat differs: {counts} cases that ran{agree}. Read the lines that compute {lines}."
+
+
+# ----------------------------------------------------------------------------------------------------
+# Delegation: an answer that calls the package function it is meant to re-implement
+
+
+def _codes(obj: Any) -> list[CodeType]:
+    """The code objects of a function (unwrapped from its decorators) or of every method a class defines."""
+    if isinstance(obj, type):
+        return [code for value in vars(obj).values() for code in _codes(getattr(value, "__func__", value))]
+    code = getattr(inspect.unwrap(obj), "__code__", None) if callable(obj) else None
+    return [code] if isinstance(code, CodeType) else []
+
+
+class _CallWatch:
+    """Notes the first call, while the learner's code runs, of one of `watched` ({code object: dotted name of
+    the package object it belongs to}), whoever makes it: the learner's code directly or a helper it calls."""
+
+    def __init__(self, watched: Mapping[CodeType, str]):
+        self.watched, self.called = watched, None
+
+    def _profile(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and self.called is None:
+            self.called = self.watched.get(frame.f_code)
+
+    def __enter__(self) -> _CallWatch:
+        self.previous = sys.getprofile()
+        if self.watched:
+            sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        sys.setprofile(self.previous)
+
+
+#: The message of a package function switched off in the grading sandbox (attn_course.grading.sandbox_child).
+_SWITCHED_OFF = re.compile(r"^(\S+) is switched off while grading")
+
+
 # ----------------------------------------------------------------------------------------------------
 # Exercises
 
@@ -415,7 +523,9 @@ class Exercise:
     defaults: the spec of a case with every key (hidden cases are merged over it);
     specs: the cases every learner sees; build(spec) -> Case; call(answer, inputs) -> output runs the
     learner's code; reference(inputs) -> output; mistakes and error_hints name wrong answers;
-    package: dotted names of the package objects the learner re-implements (refused as answers).
+    package: dotted names of the package objects the learner re-implements: refused as answers, an answer
+    that calls one fails, and the grading sandbox switches them off. avoid: other package objects this
+    answer may not call (its prompt says to write it without them), though other exercises use them.
     graded: True for graded work (`for_graded_work()`): `solution()` then says that solutions are off.
     """
 
@@ -439,6 +549,7 @@ class Exercise:
         error_hints: Sequence[ErrorHint] = (),
         write: Sequence[str] | None = None,
         package: Sequence[str] = (),
+        avoid: Sequence[str] = (),
     ):
         self.key, self.name, self.title = key, name, title
         self.solution_code = textwrap.dedent(solution).strip("\n") + "\n"
@@ -448,6 +559,8 @@ class Exercise:
         self.defaults, self.specs = dict(defaults), tuple(dict(s) for s in specs)
         self._build, self._call, self._reference = build, call, reference
         self.mistakes, self.error_hints, self.package = tuple(mistakes), tuple(error_hints), tuple(package)
+        self.avoid = tuple(avoid)
+        self._watched: dict[CodeType, str] | None = None
 
     def __repr__(self) -> str:
         return f"<exercise {self.key}: {self.title} (write `{self.name}`)>"
@@ -501,8 +614,16 @@ class Exercise:
         {"type", "message", "where"}} or {"status": "not attempted"} (the stub's NotImplementedError).
         """
         inputs = _clone(case.inputs)
+        watch = _CallWatch(self.watched_calls())
+        result = self._run(answer, inputs, watch)
+        if watch.called is not None:  # plain data: the dotted name of the package object it called
+            result["calls"] = watch.called
+        return result
+
+    def _run(self, answer: Any, inputs: dict[str, Any], watch: _CallWatch) -> dict[str, Any]:
         try:
-            output = self._call(answer, inputs)
+            with watch:
+                output = self._call(answer, inputs)
         except NotImplementedError as exc:
             if _raised_by_learner(exc):
                 return {"status": NOT_ATTEMPTED}
@@ -512,6 +633,26 @@ class Exercise:
         after = {k: sanitize(v) for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         return {"status": "ok", "output": sanitize(output), "inputs_after": after}
 
+    def watched_calls(self) -> dict[CodeType, str]:
+        """{code object: dotted name} of the package objects in `package` and `avoid`, whose calls
+        `attempt` notes."""
+        if self._watched is None:
+            self._watched = {
+                code: dotted for dotted in (*self.package, *self.avoid) for code in _codes(resolve(dotted))
+            }
+        return self._watched
+
+    def _delegation(self, attempts: Sequence[Mapping[str, Any]]) -> str | None:
+        """The dotted name of a package object the answer called on some case (noted by `attempt`, or refused
+        by the grading sandbox), or None."""
+        for att in attempts:
+            if isinstance(att.get("calls"), str):
+                return att["calls"]
+            found = _SWITCHED_OFF.match(str((att.get("error") or {}).get("message", "")))
+            if att.get("status") == "error" and found:
+                return found.group(1)
+        return None
+
     # -- judging (never runs learner code) -------------------------------------------------------
 
     def judge(self, cases: Sequence[Case], attempts: Sequence[Mapping[str, Any]]) -> CheckResult:
@@ -520,6 +661,15 @@ class Exercise:
             return self._result(FAILED, f"only {len(attempts)} of {len(cases)} cases were run")
         if attempts and all(a.get("status") == NOT_ATTEMPTED for a in attempts):
             return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
+        called = self._delegation(attempts)
+        if called is not None:
+            return self._result(
+                FAILED,
+                f"Your `{self.name}` calls the course's own `{called}`: the exercise is to write it "
+                "yourself, without calling it (or a course function built on it).",
+                0,
+                len(cases),
+            )
         passed, problems, references = 0, [], []
         for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
             expected = self._reference(_clone(case.inputs)) if att.get("status") == "ok" else None
@@ -545,8 +695,11 @@ class Exercise:
             hint, index = named
             problem, case = self.mistakes[hint].hint, cases[index]
         else:
-            # A known error, then the first difference (an input changed in place counts as a known error).
-            _, _, problem, case = min(problems, key=lambda p: p[:2])
+            # No known mistake agrees with every case: say what differs where, not a guess. A known error
+            # first, then the first difference (an input changed in place counts as a known error).
+            priority, _, problem, case = min(problems, key=lambda p: p[:2])
+            if priority == 2:
+                problem += _pointer(problem) + _what_differs(cases, attempts, references)
         return self._result(
             FAILED,
             f"{problem}\nFailing case: {case.label}. ({passed} of {len(cases)} cases pass.)",
@@ -554,51 +707,68 @@ class Exercise:
             len(cases),
         )
 
-    def _matching_mistakes(self, case: Case, att: Mapping[str, Any], expected: Any) -> dict[int, bool] | None:
-        """For each mistake that makes a difference on this case: True if the learner's output is its output,
-        False if the learner got this case right. None when the attempt gave no output to compare."""
+    def _matching_mistakes(self, case: Case, att: Mapping[str, Any], expected: Any) -> dict[int, str] | None:
+        """How each known mistake fares on this case: "hit" if the case fails and the learner's output is the
+        mistake's; "part" if it is the mistake's in every output the mistake changes, but another output is
+        wrong too; "miss" if the case fails otherwise (the mistake gives another output, or the right one);
+        "passed" if the learner got the case right where the mistake would show; absent if the mistake
+        cannot be made here or makes no difference to a case the learner got right. None when the attempt
+        gave no output to compare (it raised)."""
         if att.get("status") != "ok":
             return None
         got = att.get("output")
         right_here = compare(expected, got, case.names) is None
-        found: dict[int, bool] = {}
+        found: dict[int, str] = {}
         for index, mistake in enumerate(self.mistakes):
             try:
                 wrong = mistake.variant(_clone(case.inputs))
             except Exception:  # a variant that cannot run on these inputs does not apply
                 continue
-            if wrong is None or compare(expected, wrong, case.names) is None:
+            if wrong is None:
                 continue
+            shows = compare(expected, wrong, case.names) is not None
             if right_here:
-                found[index] = False
-            elif compare(wrong, got, case.names) is None:
-                found[index] = True
+                if shows:
+                    found[index] = "passed"
+            elif not shows or not _explains(expected, wrong, got, case.names):
+                found[index] = "miss"
+            else:
+                found[index] = "hit" if compare(wrong, got, case.names, loose=10.0) is None else "part"
         return found
 
-    def _diagnosis(self, matches: Sequence[dict[int, bool] | None]) -> tuple[int, int] | None:
-        """The known mistake the failing cases point to, and the case to show: (mistake, case) or None.
+    def _diagnosis(self, matches: Sequence[dict[int, str] | None]) -> tuple[int, int] | None:
+        """The known mistake the failing cases agree on, and the case to show: (mistake, case) or None.
 
-        The most informative failing case wins: one where the learner's output is that of exactly one known
-        mistake, not a degenerate case where several mistakes give the same output. Among the mistakes so
-        found, the one with the most cases for it (matching) less those against it (cases the learner got
-        right where the mistake would show).
+        The rule: a mistake is named only if its output is the learner's on at least one failing case and on
+        every failing case that gave an output and where the mistake can be made (see `_matching_mistakes`);
+        cases that raised count neither way; a case where it explains only some of several wrong outputs
+        counts for it. Among such mistakes, one that is the only match of some case wins (that case is
+        shown), then the one that explains the whole output on the most cases, then the one with the most
+        matching cases less the cases the learner got right where it would show, then the first listed.
+        Otherwise None: the message then says what differs, and where, instead of guessing.
         """
-        agree: dict[int, list[int]] = {}
+        hits: dict[int, list[int]] = {}
         alone: dict[int, list[int]] = {}
-        against: dict[int, int] = {}
+        missed: set[int] = set()
+        passed: dict[int, int] = {}
+        whole: dict[int, int] = {}
         for n, found in enumerate(matches):
-            hits = [i for i, hit in (found or {}).items() if hit]
-            for i, hit in (found or {}).items():
-                if not hit:
-                    against[i] = against.get(i, 0) + 1
-            for i in hits:
-                agree.setdefault(i, []).append(n)
-                if len(hits) == 1:
+            matched = [i for i, how in (found or {}).items() if how in ("hit", "part")]
+            for i in matched:
+                whole[i] = whole.get(i, 0) + (found[i] == "hit")
+            missed |= {i for i, how in (found or {}).items() if how == "miss"}
+            for i, how in (found or {}).items():
+                passed[i] = passed.get(i, 0) + (how == "passed")
+            for i in matched:
+                hits.setdefault(i, []).append(n)
+                if len(matched) == 1:
                     alone.setdefault(i, []).append(n)
-        if not agree:
+        agreed = [i for i in hits if i not in missed]
+        if not agreed:
             return None
-        best = max(agree, key=lambda i: (i in alone, len(agree[i]) - against.get(i, 0), -i))
-        return best, (alone.get(best) or agree[best])[0]
+        ranks = {i: (i in alone, whole.get(i, 0), len(hits[i]) - passed.get(i, 0), -i) for i in agreed}
+        best = max(agreed, key=ranks.__getitem__)
+        return best, (alone.get(best) or hits[best])[0]
 
     def _judge_case(self, case: Case, att: Mapping[str, Any], expected: Any) -> tuple[int, str] | None:
         """None if the case passes, else (priority, message): 1 a known error, 2 other."""
@@ -607,7 +777,7 @@ class Exercise:
             text = f"{error.get('type', 'Exception')}: {error.get('message', '')}"
             where = f" at {error['where']}" if error.get("where") else ""
             for eh in self.error_hints:
-                if re.search(eh.pattern, text):
+                if eh.matches(text, error.get("where", "")):
                     return 1, f"{eh.hint}\n(Your code raised {text}{where}.)"
             return 2, f"Your code raised {text}{where}."
         if att.get("status") == NOT_ATTEMPTED:
