@@ -1,9 +1,11 @@
-"""Training a seq2seq model: masked cross-entropy, teacher forcing or scheduled sampling, Adam, warm-up,
-clipping, initialisation schemes, checkpoints.
+"""Training a seq2seq model: masked cross-entropy, teacher forcing or scheduled sampling, Adam, warm-up
+and the Noam schedule, clipping, initialisation schemes, checkpoints.
 
     history = train(model, loader, epochs=..., lr=..., val_loader=..., callback=...)
     history = train(model, loader, epochs=..., teacher_forcing=Decay("inverse_sigmoid", k=50),
                     warmup_steps=20)                   # scheduled sampling and warm-up (chapter 9)
+    history = train(model, loader, epochs=..., teacher_forcing=0.75, coin="sequence", feed="sample",
+                    lr=1.0, lr_schedule=Noam(d_model=32, warmup_steps=30))
 
 `train` moves the model and every batch to the device (CUDA when present), shows a tqdm.auto progress
 bar, and calls ``callback(epoch, history, model)`` after each epoch: the hook a notebook uses to redraw
@@ -46,6 +48,11 @@ Callback = Callable[[int, "History", Seq2Seq], "bool | None"]
 #: to the ratio at that step.
 TeacherForcing = float | Callable[[int], float]
 INIT_SCHEMES = ("torch", "xavier", "orthogonal")
+#: Scheduled sampling's coin: one per sentence and word ("word", Bengio et al. 2015) or one per sentence,
+#: kept for all its words ("sequence"). What a tails feeds: the previous step's argmax or a word sampled
+#: from its softmax ("sample", Bengio et al. 2015, sec. 2.4).
+COINS = ("word", "sequence")
+FEEDS = ("argmax", "sample")
 
 
 # ------------------------------------------------------------------------------ scheduled sampling's decays
@@ -104,13 +111,53 @@ class Decay:
         return _DECAYS[self.kind](step, k=self.k)
 
 
+# ------------------------------------------------------------------------------ learning-rate schedules
+def noam_rate(step: int, *, d_model: int, warmup_steps: int) -> float:
+    """The Transformer's learning rate at optimizer step `step` (0-based), Vaswani et al. 2017, eq. 3:
+    d_model^-0.5 * min(n^-0.5, n * warmup_steps^-1.5) with n = step + 1 (the paper counts from 1).
+
+    A linear ramp up to n = warmup_steps, where it peaks at (d_model * warmup_steps)^-0.5, then a decay
+    as 1 / sqrt(n).
+    """
+    check_int("step", step, low=0)
+    check_int("d_model", d_model, low=1)
+    check_int("warmup_steps", warmup_steps, low=1)
+    n = step + 1
+    return d_model**-0.5 * min(n**-0.5, n * warmup_steps**-1.5)
+
+
+@dataclass(frozen=True)
+class Noam:
+    """`noam_rate` as a value a `TrainConfig` can record; calling it with the step gives the rate.
+
+    As `train(..., lr_schedule=Noam(...))` it multiplies `lr`: lr = 1 is the paper's schedule, another lr
+    scales it (`peak` is its largest value, reached at step warmup_steps - 1).
+    """
+
+    d_model: int
+    warmup_steps: int
+
+    def __post_init__(self) -> None:
+        check_int("d_model", self.d_model, low=1)
+        check_int("warmup_steps", self.warmup_steps, low=1)
+
+    @property
+    def peak(self) -> float:
+        return (self.d_model * self.warmup_steps) ** -0.5
+
+    def __call__(self, step: int) -> float:
+        return noam_rate(step, d_model=self.d_model, warmup_steps=self.warmup_steps)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How a model is trained: `epochs` passes over batches of `batch_size` sentence pairs, Adam with
     learning rate `lr`, multiplied by `lr_decay` after every epoch (None: a constant rate) and warmed up
     linearly over the first `warmup_steps` updates (None: no warm-up), gradients clipped to norm `clip`
     (None: not clipped), the gold previous word fed with probability `teacher_forcing` (1.0: always; a
-    `Decay`: scheduled sampling). The arguments of `train`, plus the loader's batch size."""
+    `Decay`: scheduled sampling), its coin drawn per word or per sentence (`coin`), the model's word fed as
+    its argmax or sampled (`feed`), and the rate of every update multiplied by `lr_schedule` (None: by 1;
+    `Noam`: the Transformer's schedule). The arguments of `train`, plus the loader's batch size."""
 
     epochs: int = 12
     batch_size: int = 64
@@ -119,6 +166,9 @@ class TrainConfig:
     clip: float | None = 1.0
     teacher_forcing: float | Decay = 1.0
     warmup_steps: int | None = None
+    coin: str = "word"
+    feed: str = "argmax"
+    lr_schedule: Noam | None = None
 
 
 def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor, *,
@@ -229,6 +279,9 @@ def train(
     optimizer: torch.optim.Optimizer | None = None,
     teacher_forcing: TeacherForcing = 1.0,
     warmup_steps: int | None = None,
+    coin: str = "word",
+    feed: str = "argmax",
+    lr_schedule: Callable[[int], float] | None = None,
 ) -> History:
     """Train with teacher forcing: Adam on the masked cross-entropy, gradients clipped to norm `clip`.
 
@@ -240,22 +293,26 @@ def train(
     in (0, 1]): the learning rate is multiplied by it after every epoch (torch's ExponentialLR), which
     lets a short run take large steps first and settle later. warmup_steps N (optional): update i
     (0-based) uses the rate times min(1, (i + 1) / N), a linear ramp from lr / N to lr, on top of lr_decay.
+    lr_schedule (optional): update i's rate is also multiplied by lr_schedule(i) (e.g. `Noam`, with lr=1).
     teacher_forcing: a ratio in [0, 1] or a schedule, global step -> ratio (e.g. `Decay`). Below 1 the
     step is scheduled sampling (`scheduled_sampling_logits`, Bengio et al. 2015): each sentence is fed its
-    own previous prediction instead of the gold word with probability 1 - ratio, drawn from a
+    own previous prediction instead of the gold word with probability 1 - ratio, a coin per word or per
+    sentence (`coin`), the prediction being the argmax or a sample (`feed`); coins and samples come from a
     torch.Generator seeded with `seed` (0 when None), so the global random state is left alone. At 1 the
     step is plain teacher forcing, the fast path, exactly as without the argument.
     val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
     epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
     """
     _check_train_options(epochs, clip, lr_decay, teacher_forcing, warmup_steps)
+    _check_sampling(coin, feed)
     if seed is not None:
         seed_everything(seed)
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
     scheduler = None if lr_decay is None else torch.optim.lr_scheduler.ExponentialLR(optimizer, lr_decay)
-    schedule = _Schedule(teacher_forcing, warmup_steps, torch.Generator().manual_seed(seed or 0))
+    schedule = _Schedule(teacher_forcing, warmup_steps, torch.Generator().manual_seed(seed or 0),
+                         coin, feed, lr_schedule)
     history = History()
     bar = _progress_bar(loader, epochs, progress)
     try:
@@ -290,13 +347,24 @@ def _check_train_options(epochs: int, clip: float | None, lr_decay: float | None
         check_int("warmup_steps", warmup_steps, low=1)
 
 
+def _check_sampling(coin: str, feed: str) -> None:
+    if coin not in COINS:
+        raise ValueError(f"coin={coin!r}, expected one of {COINS}")
+    if feed not in FEEDS:
+        raise ValueError(f"feed={feed!r}, expected one of {FEEDS}")
+
+
 @dataclass
 class _Schedule:
-    """What changes from one optimizer step to the next: the teacher-forcing ratio and the warm-up factor."""
+    """What changes from one optimizer step to the next: the teacher-forcing ratio and the factor on the
+    learning rate (warm-up times lr_schedule); and how scheduled sampling draws (coin, feed, generator)."""
 
     teacher_forcing: TeacherForcing
     warmup_steps: int | None
     generator: torch.Generator
+    coin: str = "word"
+    feed: str = "argmax"
+    lr_schedule: Callable[[int], float] | None = None
     step: int = 0
 
     def ratio(self) -> float:
@@ -304,8 +372,11 @@ class _Schedule:
             return float(self.teacher_forcing)
         return check_number("teacher_forcing(step)", self.teacher_forcing(self.step), low=0, high=1)
 
-    def warmup(self) -> float:
-        return warmup_factor(self.step, self.warmup_steps)
+    def rate_factor(self) -> float:
+        factor = warmup_factor(self.step, self.warmup_steps)
+        if self.lr_schedule is None:
+            return factor
+        return factor * check_number("lr_schedule(step)", self.lr_schedule(self.step), low=0)
 
 
 def warmup_factor(step: int, warmup_steps: int | None) -> float:
@@ -331,37 +402,55 @@ def _progress_bar(loader: Iterable, epochs: int, progress: bool) -> tqdm:
 
 
 def scheduled_sampling_logits(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor,
-                              ratio: float, generator: torch.Generator | None = None) -> Tensor:
+                              ratio: float, generator: torch.Generator | None = None, *,
+                              coin: str = "word", feed: str = "argmax") -> Tensor:
     """Decoder logits when each step is fed the gold word with probability `ratio`, else the model's own.
 
     src (batch_size, S) long, src_valid_lens (batch_size,) long, tgt_in (batch_size, T) long, starting
-    with <bos>; returns logits (batch_size, T, vocab_size). Step 0 reads <bos>; at step t > 0, per
-    sentence, a coin with P(heads) = ratio (drawn from `generator`, on the CPU) picks tgt_in[:, t] (heads)
-    or argmax of step t - 1's logits (tails), which carries no gradient (Bengio et al. 2015, sec. 2.3).
-    ratio = 1 is teacher forcing step by step, ratio = 0 free running (greedy, never stopping early);
-    neither draws a coin. generator None draws from torch's global generator.
+    with <bos>; returns logits (batch_size, T, vocab_size). Step 0 reads <bos>; at step t > 0 a coin with
+    P(heads) = ratio picks tgt_in[:, t] (heads) or the model's word from step t - 1's logits (tails), which
+    carries no gradient (Bengio et al. 2015, sec. 2.4). coin="word": a coin per sentence at every step;
+    "sequence": one coin per sentence, drawn before step 1 and kept, so each sentence is either teacher
+    forced or free running throughout. feed="argmax": the model's word is the argmax; "sample": a draw
+    from softmax(logits), as Bengio et al. do. Coins, then samples, are drawn at each step from
+    `generator` (on the CPU; None: torch's global generator). ratio = 1 is teacher forcing step by step,
+    ratio = 0 free running (never stopping early); neither draws a coin.
     """
     check_number("ratio", ratio, low=0, high=1)
     check_tokens("tgt_in", tgt_in, src.shape[0])
+    _check_sampling(coin, feed)
     decoder = model.decoder
     state = decoder.init_state(model.encode(src, src_valid_lens))
     y, logits = tgt_in[:, 0], []
+    kept = _coins(tgt_in.shape[0], ratio, generator) if coin == "sequence" else None
     for t in range(tgt_in.shape[1]):
         if t > 0:
-            y = _next_inputs(tgt_in[:, t], logits[-1].detach().argmax(-1), ratio, generator)
+            coins = kept if coin == "sequence" else _coins(tgt_in.shape[0], ratio, generator)
+            y = _next_inputs(tgt_in[:, t], logits[-1].detach(), ratio, coins, feed, generator)
         step_logits, state, _ = decoder.step(y, state)
         logits.append(step_logits)
     return torch.stack(logits, 1)
 
 
-def _next_inputs(gold: Tensor, predicted: Tensor, ratio: float, generator: torch.Generator | None) -> Tensor:
-    """Per sentence, gold (batch_size,) with probability ratio, else predicted; no draw at ratio 0 or 1."""
+def _coins(batch_size: int, ratio: float, generator: torch.Generator | None) -> Tensor | None:
+    """batch_size uniform draws in [0, 1) on the CPU; None at ratio 0 or 1, where no coin is needed."""
+    return None if ratio <= 0 or ratio >= 1 else torch.rand(batch_size, generator=generator)
+
+
+def _next_inputs(gold: Tensor, previous: Tensor, ratio: float, coins: Tensor | None, feed: str,
+                 generator: torch.Generator | None) -> Tensor:
+    """Per sentence, gold (batch_size,) where its coin < ratio, else the model's word from `previous`
+    logits (batch_size, vocab_size): their argmax or a sample from their softmax."""
     if ratio >= 1:
         return gold
+    if feed == "argmax":
+        predicted = previous.argmax(-1)
+    else:
+        probs = previous.float().softmax(-1).cpu()
+        predicted = torch.multinomial(probs, 1, generator=generator)[:, 0].to(gold.device)
     if ratio <= 0:
         return predicted
-    coins = torch.rand(gold.shape[0], generator=generator).to(gold.device)
-    return torch.where(coins < ratio, gold, predicted)
+    return torch.where(coins.to(gold.device) < ratio, gold, predicted)
 
 
 def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimizer, clip: float | None,
@@ -376,12 +465,13 @@ def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimi
         if ratio >= 1:
             logits, _ = model(src, src_valid_lens, tgt_in)   # teacher forcing: the fast path
         else:
-            logits = scheduled_sampling_logits(model, src, src_valid_lens, tgt_in, ratio, schedule.generator)
+            logits = scheduled_sampling_logits(model, src, src_valid_lens, tgt_in, ratio, schedule.generator,
+                                               coin=schedule.coin, feed=schedule.feed)
         loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         history.grad_norm.append(float(_clip(model, clip)))
-        history.lr.append(_step(optimizer, schedule.warmup()))
+        history.lr.append(_step(optimizer, schedule.rate_factor()))
         history.teacher_forcing.append(ratio)
         schedule.step += 1
         n, value = int(tgt_valid_lens.sum()), loss.item()
@@ -400,8 +490,9 @@ def _clip(model: Seq2Seq, clip: float | None) -> Tensor:
 
 
 def _step(optimizer: torch.optim.Optimizer, factor: float) -> float:
-    """optimizer.step() with every group's rate times `factor` (warm-up) for this step; returns the rate
-    of the first group used. The scheduled rates are put back, so an epoch's ExponentialLR composes."""
+    """optimizer.step() with every group's rate times `factor` (warm-up, lr_schedule) for this step; returns
+    the rate of the first group used. The scheduled rates are put back, so an epoch's ExponentialLR
+    composes."""
     rates = [group["lr"] for group in optimizer.param_groups]
     if factor != 1.0:
         for group, rate in zip(optimizer.param_groups, rates, strict=True):

@@ -397,4 +397,78 @@ def test_the_chapters_runs_differ_from_the_recipe_only_by_their_changes():
     assert dynamics.SCHEDULED(0) > 0.95 and 0.4 < dynamics.SCHEDULED(189) < 0.6
     assert set(dynamics.HIGH_LR) <= set(asdict(dynamics.RECIPE.train))
     for changes in dynamics.STUDY.values():
-        TrainConfig(**{**asdict(dynamics.RECIPE.train), **changes})      # every change is a TrainConfig field
+        train_changes = {k: v for k, v in changes.items() if k not in dynamics.MODEL_OPTIONS}
+        TrainConfig(**{**asdict(dynamics.RECIPE.train), **train_changes})   # every other change is a field
+    for variant, baseline in dynamics.BASELINES.items():                # the baseline plus its own changes
+        kept = {k: v for k, v in dynamics.STUDY[variant].items() if k in dynamics.STUDY[baseline]}
+        assert {k: v for k, v in dynamics.STUDY[baseline].items() if k != "lr"} == {
+            k: v for k, v in kept.items() if k != "lr"}, variant
+    assert set(dynamics.BASELINES) | {"teacher forcing", "lr 0.02"} == set(dynamics.STUDY)
+
+
+def test_noams_peak_is_the_high_rate_reached_when_the_linear_ramp_ends():
+    from attn_course import dynamics
+
+    rates = [dynamics.NOAM_LR * dynamics.NOAM(i) for i in range(90)]
+    assert max(rates) == pytest.approx(dynamics.HIGH_LR["lr"])
+    assert rates.index(max(rates)) == dynamics.WARMUP_STEPS - 1
+    ramp = [dynamics.HIGH_LR["lr"] * warmup_factor(i, dynamics.WARMUP_STEPS) for i in range(90)]
+    assert rates[:dynamics.WARMUP_STEPS] == pytest.approx(ramp[:dynamics.WARMUP_STEPS])
+    assert all(r < dynamics.HIGH_LR["lr"] for r in rates[dynamics.WARMUP_STEPS:])
+
+
+def test_a_model_option_of_run_builds_the_model_and_cannot_come_with_a_model():
+    from attn_course import dynamics
+
+    task = chapters.task_data(chapters.DataConfig("reversal", num_pairs=40, min_len=3, max_len=5,
+                                                  vocab_size=6, seed=0))
+    model, history = dynamics.run(task, 0, attention_temperature=2.0, epochs=1)
+    assert model.decoder.attention.temperature == 2.0 and len(history.train_loss) == 1
+    with pytest.raises(ValueError, match="pass either model= or the model options"):
+        dynamics.run(task, 0, model=model, init="xavier", epochs=1)
+
+
+def test_paired_differences_match_each_seed_with_its_own_baseline():
+    from attn_course import dynamics
+
+    runs = [{"seed": 0, "variant": "teacher forcing", "bleu": 70.0},
+            {"seed": 1, "variant": "teacher forcing", "bleu": 80.0},
+            {"seed": 0, "variant": "no clipping", "bleu": 75.0},
+            {"seed": 1, "variant": "no clipping", "bleu": 79.0},
+            {"seed": 2, "variant": "no clipping", "bleu": 99.0},          # no baseline with seed 2
+            {"seed": 0, "variant": "lr 0.02", "bleu": 60.0},
+            {"seed": 0, "variant": "lr 0.02, linear warm-up", "bleu": 61.5}]
+    assert dynamics.paired(runs, "no clipping", "bleu") == {0: 5.0, 1: -1.0}
+    assert dynamics.paired(runs, "lr 0.02, linear warm-up", "bleu") == {0: 1.5}
+    with pytest.raises(ValueError, match="variant='teacher forcing' has no baseline"):
+        dynamics.paired(runs, "teacher forcing", "bleu")
+
+
+def test_the_sign_test_is_the_two_sided_binomial_tail():
+    from attn_course.dynamics import sign_test
+
+    assert sign_test([1.0] * 10) == pytest.approx(2 / 2**10)
+    assert sign_test([-1.0] * 10) == pytest.approx(2 / 2**10)
+    assert sign_test([1.0] * 9 + [-1.0]) == pytest.approx(2 * 11 / 2**10)
+    assert sign_test([1.0, -1.0] * 5) == 1.0 and sign_test([0.0, 0.0]) == 1.0
+    assert sign_test([1.0, 1.0, 0.0]) == pytest.approx(0.5)             # a tie counts for neither side
+
+
+def fake_run(seed, variant, device="cpu"):
+    return {"seed": seed, "variant": variant, "bleu": float(seed)}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_seed_study_runs_every_variant_with_every_seed_in_order_and_reports_as_it_goes(workers,
+                                                                                        monkeypatch):
+    from attn_course import dynamics
+
+    monkeypatch.setattr(dynamics, "study_run", fake_run)
+    seen = []
+    results = dynamics.seed_study([3, 5], workers=workers,
+                                  on_run=lambda partial: seen.append(len(partial["runs"])))
+    expected = [(seed, name) for seed in (3, 5) for name in dynamics.STUDY]
+    assert [(r["seed"], r["variant"]) for r in results["runs"]] == expected
+    assert seen == list(range(1, len(expected) + 1))
+    assert results["seeds"] == [3, 5] and results["config"]["baselines"] == dynamics.BASELINES
+    assert results["config"]["task"]["max_len"] == dynamics.TASK.max_len

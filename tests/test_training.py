@@ -1,4 +1,5 @@
-"""Training: the masked loss ignores padding, a short run learns, checkpoints round-trip, callbacks run."""
+"""Training: the masked loss ignores padding, a short run learns, scheduled sampling's coin and feed, the Noam
+schedule, checkpoints round-trip, callbacks run."""
 
 from __future__ import annotations
 
@@ -14,11 +15,16 @@ from attn_course import data
 from attn_course.seq2seq import ModelConfig, Seq2Seq, build_model
 from attn_course.training import (
     History,
+    Noam,
+    TrainConfig,
     evaluate_loss,
     load_checkpoint,
     masked_cross_entropy,
+    noam_rate,
     save_checkpoint,
+    scheduled_sampling_logits,
     train,
+    warmup_factor,
 )
 
 
@@ -200,6 +206,130 @@ def test_train_rejects_bad_arguments():
             train(model, loader, epochs=1, lr_decay=bad, progress=False)
     with pytest.raises(ValueError, match="a batch must have the fields"):
         train(model, [torch.zeros(2, 3)], epochs=1, device="cpu", progress=False)
+
+
+# ------------------------------------------------------------------------ scheduled sampling's coin and feed
+def recorded_inputs(model):
+    """Wrap model.decoder.step to record every y_prev it is fed; returns the list it fills."""
+    fed, step = [], model.decoder.step
+
+    def recording(y_prev, state):
+        fed.append(y_prev.clone())
+        return step(y_prev, state)
+
+    model.decoder.step = recording
+    return fed
+
+
+def big_batch(num_pairs=300):
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=num_pairs, batch_size=num_pairs)
+    torch.manual_seed(0)
+    return next(iter(loader)), tiny_model(src_vocab, tgt_vocab)
+
+
+def test_a_coin_per_sequence_makes_every_step_of_a_sentence_read_the_same_source():
+    batch, model = big_batch()
+    fed = recorded_inputs(model)
+    with torch.no_grad():
+        logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.5,
+                                           torch.Generator().manual_seed(0), coin="sequence")
+    steps = range(1, batch.tgt_in.shape[1])
+    gold = torch.stack([fed[t] == batch.tgt_in[:, t] for t in steps], 1)             # (B, T - 1)
+    guess = torch.stack([fed[t] == logits[:, t - 1].argmax(-1) for t in steps], 1)
+    teacher_forced, free_running = gold.all(1), guess.all(1)
+    assert bool((teacher_forced | free_running).all())             # no sentence mixes the two sources
+    only_gold = teacher_forced & ~free_running                     # told apart where the guess was wrong
+    only_free = free_running & ~teacher_forced
+    assert int(only_gold.sum()) > 30 and int(only_free.sum()) > 30
+
+
+def test_a_coin_per_word_mixes_the_sources_within_a_sentence():
+    batch, model = big_batch()
+    fed = recorded_inputs(model)
+    with torch.no_grad():
+        logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.5,
+                                           torch.Generator().manual_seed(0))
+    steps = range(1, batch.tgt_in.shape[1])
+    gold = torch.stack([fed[t] == batch.tgt_in[:, t] for t in steps], 1)
+    guess = torch.stack([fed[t] == logits[:, t - 1].argmax(-1) for t in steps], 1)
+    mixed = (gold & ~guess).any(1) & (guess & ~gold).any(1)
+    assert int(mixed.sum()) > 30
+
+
+def test_sampled_feeding_draws_the_models_word_from_its_softmax_with_the_generator():
+    batch, model = big_batch()
+    fed = recorded_inputs(model)
+    with torch.no_grad():
+        logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.0,
+                                           torch.Generator().manual_seed(3), feed="sample")
+    generator = torch.Generator().manual_seed(3)
+    for t in range(1, batch.tgt_in.shape[1]):                      # ratio 0: no coins, one draw per step
+        expected = torch.multinomial(logits[:, t - 1].softmax(-1), 1, generator=generator)[:, 0]
+        assert torch.equal(fed[t], expected)
+    argmax = torch.stack([fed[t] == logits[:, t - 1].argmax(-1) for t in range(1, len(fed))])
+    assert not bool(argmax.all())                                  # a sample is not always the argmax
+
+
+def test_sampled_words_follow_the_softmax_probabilities():
+    batch, model = big_batch(num_pairs=400)
+    fed = recorded_inputs(model)
+    with torch.no_grad():
+        logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.0,
+                                           torch.Generator().manual_seed(0), feed="sample")
+    chosen = torch.stack([logits[:, t - 1].softmax(-1).gather(1, fed[t][:, None])[:, 0]
+                          for t in range(1, len(fed))])
+    expected = torch.stack([(logits[:, t - 1].softmax(-1) ** 2).sum(-1) for t in range(1, len(fed))])
+    # E[p(sampled word)] = sum_v p_v^2 under the softmax; an argmax feed would give max_v p_v instead
+    assert float(chosen.mean()) == pytest.approx(float(expected.mean()), abs=0.02)
+
+
+def test_train_passes_the_coin_and_feed_on_and_refuses_unknown_ones():
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)
+    losses = {}
+    for coin, feed in (("word", "argmax"), ("sequence", "argmax"), ("word", "sample")):
+        torch.manual_seed(0)
+        losses[coin, feed] = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=1, device="cpu",
+                                   progress=False, teacher_forcing=0.5, coin=coin, feed=feed).step_loss
+    assert len(set(map(tuple, losses.values()))) == 3
+    model = tiny_model(src_vocab, tgt_vocab)
+    with pytest.raises(ValueError, match=r"coin='batch', expected one of \('word', 'sequence'\)"):
+        train(model, loader, epochs=1, coin="batch", progress=False)
+    with pytest.raises(ValueError, match=r"feed='top2', expected one of \('argmax', 'sample'\)"):
+        scheduled_sampling_logits(model, *next(iter(loader))[:2], next(iter(loader)).tgt_in, 0.5,
+                                  feed="top2")
+
+
+# ----------------------------------------------------------------------------------------------- Noam
+def test_noam_follows_vaswani_et_al_eq_3_and_peaks_at_the_warmup_step():
+    d_model, warmup = 512, 4000
+    for step in (0, 1, 99, 3998, 3999, 4000, 10**5):
+        n = step + 1
+        assert noam_rate(step, d_model=d_model, warmup_steps=warmup) == pytest.approx(
+            d_model**-0.5 * min(n**-0.5, n * warmup**-1.5))
+    rates = [noam_rate(i, d_model=d_model, warmup_steps=warmup) for i in range(3 * warmup)]
+    assert rates.index(max(rates)) == warmup - 1                   # the paper's step_num = warmup_steps
+    assert max(rates) == pytest.approx(Noam(d_model, warmup).peak) == pytest.approx((512 * 4000) ** -0.5)
+    assert rates[2 * warmup - 1] == pytest.approx(max(rates) / math.sqrt(2))   # then 1 / sqrt(step)
+
+
+def test_noams_rise_is_the_linear_warmup_ramp_up_to_its_peak():
+    noam = Noam(d_model=32, warmup_steps=30)
+    for step in range(30):
+        assert noam(step) == pytest.approx(noam.peak * warmup_factor(step, 30))
+
+
+def test_train_multiplies_the_rate_by_lr_schedule_and_records_it():
+    loader, src_vocab, tgt_vocab = copy_loader()                   # 4 batches per epoch
+    noam = Noam(d_model=16, warmup_steps=3)
+    history = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, lr=2.0, lr_schedule=noam,
+                    device="cpu", progress=False)
+    assert history.lr == pytest.approx([2.0 * noam(i) for i in range(8)])
+    assert asdict(TrainConfig(lr_schedule=noam))["lr_schedule"] == {"d_model": 16, "warmup_steps": 3}
+    with pytest.raises(ValueError, match="warmup_steps must be an int >= 1, got 0"):
+        Noam(d_model=16, warmup_steps=0)
+    with pytest.raises(ValueError, match=r"lr_schedule\(step\) must be a finite number >= 0"):
+        train(tiny_model(src_vocab, tgt_vocab), loader, epochs=1, lr_schedule=lambda step: -1.0,
+              device="cpu", progress=False)
 
 
 # ----------------------------------------------------------------------------------------------- checkpoints

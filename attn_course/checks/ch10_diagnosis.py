@@ -321,7 +321,7 @@ MEAN_CONCENTRATION = Exercise(
 def mean_concentration(weights, src_valid_lens, tgt_valid_lens):
     """The mean, over the sentences of the batch, of the largest share of a sentence's attention that one
     source position receives: C = max_j sum_{t real} p_tj / sum_{t real} sum_{j real} p_tj, where p is each
-    real row divided by its total over the real keys (about 1/S for a moving alignment, 1 for a lazy model).
+    real row divided by its total over the real keys (1/S for a diagonal alignment, 1 for a lazy model).
 
     weights: (batch_size, num_steps, num_keys), non-negative, any floating dtype; padded keys
     (>= src_valid_lens) and padded steps (>= tgt_valid_lens) may hold anything and are ignored;
@@ -482,7 +482,8 @@ def diagnose_attention(weights, src_valid_lens, tgt_valid_lens):
                 "the same word), so low entropy cannot tell lazy from healthy; the concentration can.",
                 _diagnosis_variant(lambda h, c: "frozen" if h >= 0.9 else "healthy")),
         Mistake("A verdict from the concentration alone: uniform rows spread the attention as evenly as a "
-                "moving alignment (about 1/S), so it cannot tell frozen from healthy; the entropy can.",
+                "moving alignment (1/S on the diagonal), so it cannot tell frozen from healthy; the entropy "
+                "can.",
                 _diagnosis_variant(lambda h, c: "lazy" if c >= 0.6 else "healthy")),
         Mistake("Frozen and lazy are swapped: frozen attention is near uniform (high entropy), lazy "
                 "attention "
