@@ -34,6 +34,7 @@ from attn_course.grading.batch import default_jobs
 from attn_course.grading.gradescope import VISIBILITIES, build_bundle, torch_version
 from attn_course.grading.identity import RULES
 from attn_course.grading.release import build_release
+from attn_course.grading.report import report_paths
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -364,6 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{elapsed:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
         f"gradebook {args.out} ({args.format}), feedback in {feedback}/, cache in {cache}/"
     )
+    paths = report_paths(args.out)
+    figure = f", chart {paths.figure}" if paths.figure.exists() else " (no named mistake to chart)"
+    print(f"class report {paths.markdown} and {paths.csv}{figure}; similarity report {paths.similarity}")
     return 0
 
 

@@ -8,6 +8,7 @@ in subprocesses) and are marked `slow`."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.metadata
 import json
@@ -18,11 +19,13 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_grading import LIMITS, Q1, Q2, Q3, WRONG_Q1, _define, digest, notebook, write
+from test_grading import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, _define, digest, notebook, write
 
 import attn_course
 from attn_course import checks
@@ -292,8 +295,11 @@ def unzip(bundle: Path, folder: Path) -> None:
             (folder / info.filename).chmod(info.external_attr >> 16 & 0o777)
 
 
-def simulate(bundle: Path, root: Path, notebooks: dict[str, Path], **env: str) -> tuple[int, str, dict]:
-    """Run the bundle on one submission (name -> notebook file): (exit status, its output, results.json)."""
+def simulate(
+    bundle: Path, root: Path, notebooks: dict[str, Path], enter: Callable[[], None] | None = None, **env: str
+) -> tuple[int, str, dict]:
+    """Run the bundle on one submission (name -> notebook file): (exit status, its output, results.json).
+    enter: run in the child before run_autograder starts (e.g. to join a cgroup)."""
     unzip(bundle, root / "source")
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
@@ -301,7 +307,12 @@ def simulate(bundle: Path, root: Path, notebooks: dict[str, Path], **env: str) -
         shutil.copy2(path, root / "submission" / name)
     environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable, **env}
     run = subprocess.run(
-        [str(root / "run_autograder")], env=environment, capture_output=True, text=True, timeout=300
+        [str(root / "run_autograder")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=GRADESCOPE_S,
+        preexec_fn=enter,
     )
     results = json.loads((root / "results" / "results.json").read_text())
     check_schema(results)
@@ -481,3 +492,70 @@ def test_a_failure_of_the_grader_itself_gives_zero_the_reason_and_a_nonzero_stat
     check_schema(results)
     assert results["score"] == 0 and results["tests"] == []
     assert "The autograder failed" in results["output"] and "ch1.q9" in results["output"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Gradescope's default limits, enforced by cgroups where this machine lets a test set them
+
+#: Gradescope's default container: 768 MB of memory, half a CPU, 10 minutes per submission.
+GRADESCOPE_MB, GRADESCOPE_CPU, GRADESCOPE_S = 768, 0.5, 600
+
+
+def limited_cgroups(name: str) -> dict[str, Path] | None:
+    """Child cgroups (v1) of this process's own memory and cpu cgroups, set to Gradescope's limits; None
+    unless ATTN_COURSE_CGROUPS=1 asks for them (CI, where the test runs as root in a machine of its own),
+    and where they cannot be made (not root, cgroup v2, a read-only hierarchy)."""
+    if os.environ.get("ATTN_COURSE_CGROUPS") != "1":
+        return None
+    own = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            own[controller] = path
+    made: dict[str, Path] = {}
+    try:
+        if os.geteuid() != 0 or not {"memory", "cpu"} <= set(own):
+            return None
+        for controller in ("memory", "cpu"):
+            made[controller] = Path("/sys/fs/cgroup", controller, own[controller].lstrip("/"), name)
+            made[controller].mkdir()
+        (made["memory"] / "memory.limit_in_bytes").write_text(str(GRADESCOPE_MB * 2**20))
+        (made["cpu"] / "cpu.cfs_period_us").write_text("100000")
+        (made["cpu"] / "cpu.cfs_quota_us").write_text(str(int(100000 * GRADESCOPE_CPU)))
+    except OSError:
+        remove_cgroups(made)
+        return None
+    return made
+
+
+def remove_cgroups(made: dict[str, Path]) -> None:
+    for folder in made.values():
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+@pytest.mark.slow
+def test_a_full_solution_set_is_graded_within_gradescopes_default_limits(tmp_path: Path) -> None:
+    cgroups = limited_cgroups(f"attn-course-gradescope-{os.getpid()}")
+    if cgroups is None:
+        pytest.skip("needs ATTN_COURSE_CGROUPS=1, root and writable memory and cpu cgroups (v1)")
+    try:
+        procs = [str(folder / "cgroup.procs") for folder in cgroups.values()]
+
+        def enter() -> None:  # in the child, before run_autograder starts: into both cgroups
+            for path in procs:
+                Path(path).write_text(str(os.getpid()))
+
+        bundle = build_bundle(tmp_path / "autograder.zip")
+        solutions = {p.name: p for p in sorted((ROOT / "solutions").glob("ex*.ipynb"))}
+        started = time.monotonic()
+        status, output, results = simulate(bundle, tmp_path / "autograder", solutions, enter=enter)
+        seconds = time.monotonic() - started
+        peak_mb = int((cgroups["memory"] / "memory.max_usage_in_bytes").read_text()) / 2**20
+        ooms = (cgroups["memory"] / "memory.failcnt").read_text().strip()
+    finally:
+        remove_cgroups(cgroups)
+    print(f"full solution set under Gradescope's limits: {seconds:.0f} s, peak {peak_mb:.0f} MB")
+    assert status == 0, output
+    assert results["score"] == len(results["tests"]) == len(checks.EXERCISES), output
+    assert seconds < GRADESCOPE_S and peak_mb < GRADESCOPE_MB and ooms == "0"

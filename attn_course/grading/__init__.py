@@ -23,9 +23,11 @@ downloads, file names) or the notebooks' metadata; two students are never merged
 The modules, in the order a submission meets them: `records` (limits, steps, grades), `identity` (whose
 it is), `roster` (who should have sent something), `cache` (grades remembered from earlier runs), `batch`
 (several submissions at once), `reading` (1), `judging` (2 and 4), `sandbox` (3, the grader's side),
-`sandbox_child` (3, inside the sandbox), `gradebook` (a class: the gradebook and the feedback files) and
-`lms` (Canvas's and Moodle's import formats); `gradescope` grades one student at a time the same way, in
-Gradescope's container, and builds the autograder zip that does it.
+`sandbox_child` (3, inside the sandbox), `guard` (3, keeps the learner's code from the course's own answers),
+`gradebook` (a class: the gradebook and the feedback files), `lms` (Canvas's and Moodle's import formats),
+`report` (the class report: attempts, solutions and named mistakes, with `sections`, where each point is
+taught) and `similarity` (answers that look copied); `gradescope` grades one student at a time the same way,
+in Gradescope's container, and builds the autograder zip that does it.
 """
 
 from attn_course.grading.batch import Task, grade_many

@@ -19,7 +19,9 @@ from attn_course.grading.judging import check_hidden
 from attn_course.grading.lms import canvas_table, moodle_table
 from attn_course.grading.reading import chapters_of, metadata_student, read_notebook
 from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
+from attn_course.grading.report import write_class_report
 from attn_course.grading.roster import Roster
+from attn_course.grading.similarity import answer_sources, write_similarity_report
 
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
@@ -254,7 +256,9 @@ def grade(
     announce: Callable[[Identities], Any] | None = None,
     progress: Callable[[SubmissionGrade], Any] | None = None,
 ) -> list[SubmissionGrade]:
-    """Grade every submission, write the gradebook to `out` and one Markdown file per student.
+    """Grade every submission, write the gradebook to `out`, one Markdown file per student, and next to
+    `out` the class report (`attn_course.grading.report`) and the similarity report
+    (`attn_course.grading.similarity`).
 
     feedback: the folder for the feedback files (default: next to `out`, named after it, e.g.
     grades_feedback/). chapters: the exercises to grade (default: each notebook is graded on the chapters
@@ -300,6 +304,11 @@ def grade(
     names = feedback_names(row.student for row in rows)
     for row in rows:
         write_feedback(row.student, row.submissions, keys, folder, names[row.student])
+    best_grades = {row.student: {k: best(row.submissions, k) for k in keys} for row in rows}
+    best_grades = {s: {k: g for k, g in found.items() if g is not None} for s, found in best_grades.items()}
+    paths = write_class_report(best_grades, keys, [r.seconds for r in results], out)
+    answers = answer_sources({row.student: row.submissions for row in rows}, limits)
+    write_similarity_report(answers, len(rows), paths.similarity)
     return results
 
 

@@ -203,10 +203,49 @@ def _judge_attempts(
             f"exercise is to write it yourself.",
             notes,
         )
+    if isinstance(attempts, dict) and isinstance(attempts.get("fished"), str):
+        return _zero(
+            key,
+            f"0 points: {attempts['fished'][:300]}; the course's own answers are off while grading, and "
+            f"the exercise is to write `{name}` yourself.",
+            notes,
+        )
     if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
         return _zero(key, "0 points: the results of the checks could not be read back.", notes)
     try:
         result = exercise.judge(cases, attempts)
     except Exception as exc:  # malformed attempt data can only come from tampering in the sandbox
         return _zero(key, f"0 points: the results of the checks are malformed ({type(exc).__name__}).", notes)
-    return ExerciseGrade(key, name, int(result.passed), result.status, result.message, notes)
+    mistake = None if result.passed else named_mistake(exercise, result.message)
+    return ExerciseGrade(key, name, int(result.passed), result.status, result.message, notes, mistake)
+
+
+def _sentence(hint: str) -> str:
+    """The first sentence of a hint (a period after "e.g" or "i.e" does not end it)."""
+    return re.split(r"(?<!e\.g)(?<!i\.e)[.!?](?:\s|$)", hint.strip(), maxsplit=1)[0].strip()
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:79].rstrip() + "…"
+
+
+def mistake_names(exercise: checks.Exercise) -> dict[str, str]:
+    """{hint: name} of an exercise's known mistakes and known errors, each named by its hint's first clause
+    ("The softmax runs over the wrong axis"), or its first sentence where two share the clause ("Off by one:
+    you masked the last real position too"), numbered where two would still share a name."""
+    hints = list(dict.fromkeys([m.hint for m in exercise.mistakes] + [e.hint for e in exercise.error_hints]))
+    clauses = [_sentence(h).split(": ")[0] for h in hints]
+    firsts = [
+        _short(clause if clauses.count(clause) == 1 else _sentence(hint))
+        for hint, clause in zip(hints, clauses, strict=True)
+    ]
+    return {
+        hint: f"{first} ({firsts[: i + 1].count(first)})" if firsts.count(first) > 1 else first
+        for i, (hint, first) in enumerate(zip(hints, firsts, strict=True))
+    }
+
+
+def named_mistake(exercise: checks.Exercise, message: str) -> str | None:
+    """The name of the known mistake or error a failing verdict's `message` opens with, else None."""
+    found = [hint for hint in mistake_names(exercise) if message.startswith(hint)]
+    return mistake_names(exercise)[max(found, key=len)] if found else None

@@ -96,7 +96,11 @@ class Step:
 
 @dataclass
 class ExerciseGrade:
-    """One exercise of one submission: points (0 or 1), the verdict in words, and notes for the instructor."""
+    """One exercise of one submission: points (0 or 1), the verdict in words, and notes for the instructor.
+
+    mistake: the name of the known mistake (or known error) the checks recognised, None if none was named
+    (see `attn_course.grading.judging.mistake_names`); the class report counts them.
+    """
 
     key: str
     name: str
@@ -104,6 +108,7 @@ class ExerciseGrade:
     status: str
     message: str
     notes: list[str] = field(default_factory=list)
+    mistake: str | None = None
 
 
 @dataclass

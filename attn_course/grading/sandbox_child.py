@@ -2,9 +2,11 @@
 
 `server_main` is the fork server the grader starts (see `attn_course.grading.sandbox.Sandboxes`): it
 imports this module -- and with it torch and the checks -- once, before any learner code exists, then
-forks one sandbox per job. A sandbox limits itself, runs the chapter's set-up imports, the learner's
-exercise cells and one call step per exercise, each with a timer, journals the start and end of every
-step, and writes back plain data only. Everything it writes is untrusted: the grader judges it.
+forks one sandbox per job. A sandbox limits itself, switches off the model answers and the package
+functions the learner must write, runs the chapter's set-up imports, the learner's exercise cells and one
+call step per exercise, each with a timer and watched by `attn_course.grading.guard.Guard` (which keeps
+the learner's code from the course's own answers), journals the start and end of every step, and writes
+back plain data only. Everything it writes is untrusted: the grader judges it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 
 import attn_course
 from attn_course import checks
+from attn_course.grading.guard import Guard, checks_codes, protected_codes
 from attn_course.grading.records import Limits, Step
 
 #: The sandbox's user and group when the grader runs as root.
@@ -193,23 +196,30 @@ def _sandbox(job_dir: Path) -> None:
     limits = Limits(**job["limits"])
     _limit_process(limits)
     runner = _StepRunner(job_dir, limits, skip={Step.from_json(s) for s in job["skip"]})
-    _hide_solutions(job["exercises"])
+    checks_part = checks_codes()  # before _hide_solutions blanks the references, builders and mistakes
+    originals = _hide_solutions(job["exercises"])
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     runner.run(Step.preamble(), lambda: exec(compile(job["preamble"], "<set-up imports>", "exec"), namespace))
     for key in job["exercises"]:
         exercise = checks.EXERCISES[key]
         for dotted in exercise.package:
-            _switch_off(dotted, key, exercise.name)
+            _remember(originals, _switch_off(dotted, key, exercise.name), {key})
+    guard = Guard(protected_codes(originals, checks_part))
+    guard.install()
     for cell in job["cells"]:
         code = compile(cell["source"], f"<cell {cell['index'] + 1}, {cell['exercise']}>", "exec")
         _remember_source(code.co_filename, cell["source"])
-        runner.run(Step.cell(cell["index"]), lambda code=code: exec(code, namespace))
+        with guard.watching(cell["exercise"]):
+            runner.run(Step.cell(cell["index"]), lambda code=code: exec(code, namespace))
     for key in job["exercises"]:
         exercise = checks.EXERCISES[key]
-        runner.run(
-            Step.call(key),
-            lambda exercise=exercise: _call_exercise(exercise, namespace, job_dir, runner.stream, limits),
-        )
+        with guard.watching(key):
+            runner.run(
+                Step.call(key),
+                lambda exercise=exercise: _call_exercise(
+                    exercise, namespace, job_dir, runner.stream, limits, guard
+                ),
+            )
     runner.close()
     os._exit(0)
 
@@ -222,8 +232,9 @@ def _refuse_reference(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("the checks' references are off while grading: write the exercise yourself")
 
 
-def _hide_solutions(keys: list[str]) -> None:
-    """Before any learner code runs: no exercise keeps its model answer or a way to compute it.
+def _hide_solutions(keys: list[str]) -> Originals:
+    """Before any learner code runs: no exercise keeps its model answer or a way to compute it; returns
+    what it switched off, for the `Guard` to watch (see `Originals`).
 
     The sandbox only calls the learner's code (`Exercise.attempt`); the references, the known-wrong variants
     and the case builders run in the grader. So every exercise's solution_code becomes SOLUTION_OFF, its
@@ -236,12 +247,13 @@ def _hide_solutions(keys: list[str]) -> None:
         exercise.graded, exercise.solution_code = True, SOLUTION_OFF
         exercise._reference = exercise._build = _refuse_reference
         exercise.mistakes = ()
+    owners: dict[str, set[str]] = {}  # package module -> the job's exercises that re-implement part of it
+    for key in keys:
+        for dotted in checks.EXERCISES[key].package:
+            owners.setdefault(dotted.rpartition(".")[0], set()).add(key)
     modules = {m for name, m in sys.modules.items() if name.startswith("attn_course.checks.ch")}
-    modules |= {
-        importlib.import_module(dotted.rpartition(".")[0])
-        for key in keys
-        for dotted in checks.EXERCISES[key].package
-    }
+    modules |= {importlib.import_module(name) for name in owners}
+    originals: Originals = {}
     for module in modules:
         chapter_module = module.__name__.startswith("attn_course.checks.ch")
         for name, value in list(vars(module).items()):
@@ -250,18 +262,35 @@ def _hide_solutions(keys: list[str]) -> None:
                 and value.__module__ == module.__name__
                 and (chapter_module or name.startswith("_"))
             ):
-                _switch_off(f"{module.__name__}.{name}", why="it computes the checks' answers")
+                found = _switch_off(f"{module.__name__}.{name}", why="it computes the checks' answers")
+                _remember(originals, found, None if chapter_module else owners[module.__name__])
+    return originals
 
 
-def _switch_off(dotted: str, key: str = "", name: str = "", why: str = "") -> None:
+#: {dotted name: (original, the exercises it is the answer of, None for every exercise)}.
+Originals = dict[str, tuple[Any, "frozenset[str] | None"]]
+
+
+def _remember(originals: Originals, found: dict[str, Any], keys: set[str] | None) -> None:
+    """Add the originals `_switch_off` found, as answers of `keys` (a function switched off twice keeps its
+    first, true original, and answers the exercises of both)."""
+    for dotted, original in found.items():
+        merged = None if keys is None else frozenset(keys)
+        if dotted in originals:
+            first, before = originals[dotted]
+            original, merged = first, None if before is None or merged is None else before | merged
+        originals[dotted] = (original, merged)
+
+
+def _switch_off(dotted: str, key: str = "", name: str = "", why: str = "") -> dict[str, Any]:
     """Make a package function (or class) the learner must write refuse calls from the learner's code, with a
     message that says so. Calls from the package and the checks (e.g. another exercise's harness) still work.
-    Only in the sandbox, while grading."""
+    Only in the sandbox, while grading. Returns {dotted: original} ({} if there is none)."""
     module_name, _, attr = dotted.rpartition(".")
     module = importlib.import_module(module_name)
     original = getattr(module, attr, None)
     if original is None:
-        return
+        return {}
 
     def switched_off(*args: Any, **kwargs: Any) -> Any:
         if checks.is_learner_frame(sys._getframe(1).f_code.co_filename):
@@ -269,10 +298,13 @@ def _switch_off(dotted: str, key: str = "", name: str = "", why: str = "") -> No
             raise RuntimeError(f"{dotted} is switched off while grading: {reason}")
         return original(*args, **kwargs)
 
+    # A code object of its own, so that the checks, which note calls by code object, tell one from another.
+    switched_off.__code__ = switched_off.__code__.replace(co_name=attr, co_qualname=f"switched_off({dotted})")
     setattr(module, attr, switched_off)
     package = sys.modules["attn_course"]
     if getattr(package, attr, None) is original:  # the top-level re-export, e.g. attn_course.masked_softmax
         setattr(package, attr, switched_off)
+    return {dotted: original}
 
 
 def _remember_source(filename: str, source: str) -> None:
@@ -281,15 +313,26 @@ def _remember_source(filename: str, source: str) -> None:
 
 
 def _call_exercise(
-    exercise: checks.Exercise, namespace: dict, job_dir: Path, stream: _CappedStream, limits: Limits
+    exercise: checks.Exercise,
+    namespace: dict,
+    job_dir: Path,
+    stream: _CappedStream,
+    limits: Limits,
+    guard: Guard,
 ) -> None:
-    """Call the learner's answer on every case (each with its own timer); save the attempts as plain data."""
+    """Call the learner's answer on every case (each with its own timer); save the attempts as plain data,
+    or why the answer is not graded (missing, the package's own, or fished out of the course's code)."""
     answer = namespace.get(exercise.name)
     copied = next((d for d in exercise.package if answer is not None and answer is checks.resolve(d)), None)
+    fished = guard.answer_is_protected(answer, exercise.key)
     if answer is None:
         attempts: Any = {"missing": True}
     elif copied is not None:  # the package's own (switched-off) function, imported under the exercise's name
         attempts = {"copied": copied}
+    elif fished is not None:
+        attempts = {"fished": f"`{exercise.name}` is the course's own `{fished}`, taken from the grader"}
+    elif exercise.key in guard.found:
+        attempts = {"fished": guard.found[exercise.key]}
     else:
         inputs = torch.load(job_dir / "inputs" / f"{exercise.key}.pt", weights_only=True)
         attempts = []
@@ -302,6 +345,8 @@ def _call_exercise(
                 attempts.append({"status": "error", "error": checks.summarize_exception(exc)})
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+        if exercise.key in guard.found:
+            attempts = {"fished": guard.found[exercise.key]}
     out = job_dir / "outputs" / f"{exercise.key}.pt"
     torch.save(attempts, out.with_suffix(".tmp"))
     os.replace(out.with_suffix(".tmp"), out)
