@@ -98,6 +98,16 @@ def split_prose(markdown: str) -> tuple[str, str]:
     return "\n\n".join(shown), "\n\n".join(prose)
 
 
+def figures_apart(shown: str) -> tuple[str, str]:
+    """(the slide without its images, the images) of a slide's markdown; a slide of images only keeps them."""
+    blocks = [text for _, text in _blocks(shown)]
+    figures = [text for text in blocks if text.lstrip().startswith("![")]
+    rest = [text for text in blocks if not text.lstrip().startswith("![")]
+    if not rest or not figures:
+        return shown, ""
+    return "\n\n".join(rest), "\n\n".join(figures)
+
+
 def _blocks(markdown: str) -> list[tuple[str, str]]:
     """The top-level blocks of `markdown`: (kind, source text), kind being e.g. "paragraph" or "fence"."""
     from markdown_it import MarkdownIt
@@ -143,11 +153,14 @@ def slide_view(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         kind = cell.metadata.slideshow["slide_type"]
         if cell.cell_type == "markdown" and kind not in ("notes", "skip"):
             shown, notes = split_prose(cell.source)
-            cell.source = shown
+            cell.source, figures = figures_apart(shown)
             cells.append(cell)
             if notes:
                 notes_metadata = {"slideshow": {"slide_type": "notes"}}
                 cells.append(nbformat.v4.new_markdown_cell(notes, metadata=notes_metadata))
+            if figures:  # a diagram gets a sub-slide of its own, at full size
+                figure_metadata = {"slideshow": {"slide_type": "subslide"}}
+                cells.append(nbformat.v4.new_markdown_cell(figures, metadata=figure_metadata))
             continue
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):

@@ -213,6 +213,15 @@ def test_a_cell_without_prose_has_no_notes_and_an_image_stays_on_the_slide():
     assert (shown, notes) == ("### Figure\n\n![heatmap](figure.png)", "")
 
 
+def test_a_diagram_beside_prose_gets_a_sub_slide_of_its_own_after_the_notes():
+    source = "## A step\n\nThe query is $s_{t-1}$. It scores every $h_j$.\n\n![step](figures/step.svg)"
+    deck = slides.slide_view(nbformat.v4.new_notebook(cells=[code("import torch"), markdown(source)]))
+    kinds = [cell.metadata["slideshow"]["slide_type"] for cell in deck.cells]
+    assert kinds == ["skip", "slide", "notes", "subslide"]
+    assert "![" not in deck.cells[1].source and deck.cells[3].source == "![step](figures/step.svg)"
+    assert slides.figures_apart("![only](a.svg)") == ("![only](a.svg)", "")
+
+
 def test_long_outputs_are_trimmed_and_short_ones_kept():
     short = "".join(f"line {i}\n" for i in range(slides.MAX_OUTPUT_LINES))
     assert slides.trim_text(short) == short
