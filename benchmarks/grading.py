@@ -9,7 +9,8 @@ submission is drawn, with a fixed seed, as:
 - correct, 70%: the notebook of solutions/;
 - untouched, 10%: the template of exercises/;
 - wrong, 15%: the solutions with one exercise answered by a known-wrong implementation, drawn from the
-  mutation tests' catalogue (tests/test_checks.py, MUTANTS; `wrong_answers`);
+  mutation tests' catalogues (tests/test_checks.py, MUTANTS, and chapters 9 and 10's learners' answers in
+  tests/test_checks_ch9_ch10.py; `wrong_answers`);
 - raises, 5%: the solutions with one exercise left half done, calling a name it never defined (NameError);
 - then, in place of drawn ones, per 100 students (at least one of each) one submission whose exercise
   cell never finishes (it runs into the cell timeout) and one whose cell ends its process (os._exit): the
@@ -46,6 +47,7 @@ from attn_course.grading import Limits, grade
 from attn_course.grading.batch import default_jobs
 from benchmarks.measure import machine_info
 from tests import test_checks as catalogue
+from tests import test_checks_ch9_ch10 as catalogue_ch9_ch10
 
 ROOT = Path(__file__).resolve().parents[1]
 MIX = {"correct": 0.70, "untouched": 0.10, "wrong": 0.15, "raises": 0.05}
@@ -98,9 +100,15 @@ def wrong_answers() -> dict[str, list[tuple[str, str]]]:
         needed = set().union(*map(_globals_used, parts)) - {p.__name__ for p in parts} - set(preamble)
         if needed & set(vars(catalogue)):
             continue
-        source = "\n\n".join(inspect.getsource(p) for p in parts)
+        try:
+            source = "\n\n".join(inspect.getsource(p) for p in parts)
+        except OSError:  # a class built from a learner's answer text: inspect cannot find its source
+            continue
         answer = f"# EXERCISE {key}\n{source}\n\n{checks.EXERCISES[key].name} = {mutant.__name__}\n"
         answers.setdefault(key, []).append((mutant.__name__, answer))
+    for answer in catalogue_ch9_ch10.WRONG:  # whole cells already, defining the exercise's function
+        source = f"# EXERCISE {answer.key}\n{answer.source.strip()}\n"
+        answers.setdefault(answer.key, []).append((checks.EXERCISES[answer.key].name, source))
     return answers
 
 
