@@ -1,8 +1,9 @@
 """Reference fishing: in the grader's sandbox, learner code that reaches the course's own implementations or
 the checks' references as objects -- by gc, sys.modules, frames, importlib under a computed name, inspect,
 closures of the checks, or by handing one in as the answer -- scores 0 on that exercise with a reason the
-teacher can read, in the folder and file layouts and with two jobs; an honest student in the same class
-gets every point. The frame rules of `attn_course.grading.guard` are tested without a sandbox."""
+teacher can read, in every layout (folder, file, nbgrader, Canvas, Moodle) and with two jobs; an honest
+student in the same class gets every point. The frame rules of `attn_course.grading.guard` are tested
+without a sandbox."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from types import FrameType
 
 import pytest
 import torch
-from test_class_grading import place
+from test_class_grading import place, student_of
 from test_grading import LIMITS, notebook, write
 
 import attn_course.masking as masking
@@ -101,18 +102,20 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["folder", "file"])
-def test_every_fishing_route_scores_zero_with_its_reason_in_two_layouts_with_two_jobs(
+@pytest.mark.parametrize("layout", ["folder", "file", "nbgrader", "canvas", "moodle"])
+def test_every_fishing_route_scores_zero_with_its_reason_in_every_layout_with_two_jobs(
     tmp_path: Path, layout: str, sources: dict[str, Path]
 ) -> None:
     root = tmp_path / "class"
-    for i, (student, source) in enumerate(sources.items()):
+    named = {student.replace("_", ""): student for student in sources}  # an LMS id has "_" of its own
+    for i, (name, student) in enumerate(named.items()):
         if layout == "file":
             root.mkdir(exist_ok=True)
-            (root / f"{student}.ipynb").write_bytes(source.read_bytes())
+            (root / f"{name}.ipynb").write_bytes(sources[student].read_bytes())
         else:
-            place(root, "folder", i, student, source)
-    results = {r.student: r for r in grade([root], out=tmp_path / "g.csv", limits=LIMITS, jobs=2)}
+            place(root, layout, i, name, sources[student])
+    graded = grade([root], out=tmp_path / "g.csv", limits=LIMITS, jobs=2)
+    results = {named[student_of(layout, r.student)]: r for r in graded}
     assert results["honest"].total == 3
     for student, (key, _) in CHEATERS.items():
         exercise = results[student].exercises[key]

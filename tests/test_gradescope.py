@@ -551,11 +551,15 @@ def test_a_full_solution_set_is_graded_within_gradescopes_default_limits(tmp_pat
         started = time.monotonic()
         status, output, results = simulate(bundle, tmp_path / "autograder", solutions, enter=enter)
         seconds = time.monotonic() - started
+        # cgroup v1 counts the page cache in its usage and reclaims it at the limit, so the usage peaks at
+        # the limit whenever files are read; what fails a submission is a process killed for memory.
         peak_mb = int((cgroups["memory"] / "memory.max_usage_in_bytes").read_text()) / 2**20
-        ooms = (cgroups["memory"] / "memory.failcnt").read_text().strip()
+        oom_control = (cgroups["memory"] / "memory.oom_control").read_text()
+        oom = dict(line.split() for line in oom_control.splitlines())
     finally:
         remove_cgroups(cgroups)
-    print(f"full solution set under Gradescope's limits: {seconds:.0f} s, peak {peak_mb:.0f} MB")
+    print(f"full solution set under Gradescope's limits: {seconds:.0f} s; memory with page cache at most "
+          f"{peak_mb:.0f} MB; processes killed for memory: {oom.get('oom_kill', '?')}")
     assert status == 0, output
     assert results["score"] == len(results["tests"]) == len(checks.EXERCISES), output
-    assert seconds < GRADESCOPE_S and peak_mb < GRADESCOPE_MB and ooms == "0"
+    assert seconds < GRADESCOPE_S and peak_mb <= GRADESCOPE_MB and oom.get("oom_kill", "0") == "0"
