@@ -95,6 +95,35 @@ def corpus_bleu(hypotheses: Sequence[Sentence], references: Sequence[Sentence]) 
     return float(score.score)
 
 
+def multi_reference_bleu(hypotheses: Sequence[Sentence],
+                         reference_sets: Sequence[Sequence[Sentence]]) -> float:
+    """Corpus BLEU (0-100) of the hypotheses, each against all of its accepted translations, by sacrebleu.
+
+    reference_sets[i] is a non-empty list of sentences (token lists or whitespace-tokenised strings): every
+    translation of source sentence i in the corpus. Real corpora have several for many sentences (Tatoeba:
+    "be nice ." -> "sois gentil !", "soyez gentille !", ...); scoring against one of them only would count
+    a correct translation that happens to be another one as wrong. Same settings as `corpus_bleu`, to which
+    this is equal when every set holds one sentence. Papineni et al. 2002 define BLEU for several
+    references: an n-gram counts up to its most frequent use in any one reference, and the reference
+    length r is, per sentence, the reference length closest to the hypothesis's.
+    """
+    if isinstance(reference_sets, str) or not isinstance(reference_sets, Sequence):
+        raise ValueError(f"reference_sets is a {type(reference_sets).__name__}, expected a list with one "
+                         "list of reference sentences per hypothesis")
+    firsts = []
+    for i, alternatives in enumerate(reference_sets):
+        if isinstance(alternatives, str) or not isinstance(alternatives, Sequence) or not alternatives:
+            raise ValueError(f"reference_sets[{i}] is {alternatives!r}, expected a non-empty list of "
+                             "reference sentences (token lists or strings)")
+        firsts.append(alternatives[0])
+    hyps, _ = _paired(hypotheses, firsts)
+    sets = [[" ".join(_tokens(r, f"reference_sets[{i}][{k}]")) for k, r in enumerate(alternatives)]
+            for i, alternatives in enumerate(reference_sets)]
+    width = max(len(s) for s in sets)
+    streams = [[s[k] if k < len(s) else None for s in sets] for k in range(width)]   # None: no k-th reference
+    return float(BLEU(**BLEU_SETTINGS).corpus_score([" ".join(h) for h in hyps], streams).score)
+
+
 def d2l_bleu(pred_seq: Sentence, label_seq: Sentence, k: int) -> float:
     """d2l's sentence BLEU (0-1), the formula taught in d2l's seq2seq section; equal to ``d2l.bleu``.
 
@@ -138,6 +167,8 @@ def bleu_by_length(
     references: Sequence[Sentence],
     src_lengths: Sequence[int],
     bins: Sequence[float],
+    *,
+    score=corpus_bleu,
 ) -> list[LengthBin]:
     """Corpus BLEU per source-length bin, for "BLEU vs sentence length" plots (Bahdanau et al. 2014, Fig. 2).
 
@@ -145,8 +176,17 @@ def bleu_by_length(
     ``[e0, e1, ..., em]`` giving the half-open bins [e0, e1), ..., [e_{m-1}, e_m); use ``math.inf`` as the
     last edge for an open-ended bin. Every length must fall in some bin (ValueError otherwise, so no
     sentence is silently dropped). Returns one `LengthBin` per bin, empty bins included (bleu None).
+    score: the BLEU of one bin, `corpus_bleu` (one reference per sentence) or `multi_reference_bleu`
+    (references[i] is then the list of sentence i's accepted translations).
     """
-    hyps, refs = _paired(hypotheses, references)
+    if isinstance(hypotheses, str) or not isinstance(hypotheses, Sequence):
+        raise ValueError(f"hypotheses is a {type(hypotheses).__name__}, expected a list of sentences")
+    if isinstance(references, str) or not isinstance(references, Sequence):
+        raise ValueError(f"references is a {type(references).__name__}, expected a list with one entry per "
+                         "sentence")
+    hyps, refs = list(hypotheses), list(references)
+    if len(refs) != len(hyps):
+        raise ValueError(f"hypotheses has {len(hyps)} sentences, expected one per reference = {len(refs)}")
     if len(src_lengths) != len(hyps):
         raise ValueError(
             f"src_lengths has {len(src_lengths)} entries, expected one per sentence = {len(hyps)}"
@@ -164,7 +204,7 @@ def bleu_by_length(
         groups[slot].append(i)
     result = []
     for b, members in enumerate(groups):
-        bleu = corpus_bleu([hyps[i] for i in members], [refs[i] for i in members]) if members else None
+        bleu = score([hyps[i] for i in members], [refs[i] for i in members]) if members else None
         result.append(LengthBin(edges[b], edges[b + 1], len(members), bleu))
     return result
 

@@ -21,6 +21,7 @@ from attn_course.metrics import (
     corpus_bleu,
     d2l_bleu,
     exact_match,
+    multi_reference_bleu,
 )
 
 # ----------------------------------------------------------------------------------------- corpus BLEU
@@ -346,3 +347,34 @@ def test_tokenised_text_raises_no_sacrebleu_warning(caplog):
     with caplog.at_level("WARNING"):
         assert corpus_bleu(corpus, corpus) == pytest.approx(0.0)  # no 4-grams in 3-token sentences
     assert not [r for r in caplog.records if "detokenize" in r.getMessage()]
+
+
+# ----------------------------------------------------------------------------------------- several references
+def test_multi_reference_bleu_equals_corpus_bleu_with_one_reference_each():
+    hyps = ["je vois .", "sois gentil !", "attendez !"]
+    refs = ["je comprends .", "soyez gentille !", "attends !"]
+    assert multi_reference_bleu(hyps, [[r] for r in refs]) == pytest.approx(corpus_bleu(hyps, refs))
+
+
+def test_multi_reference_bleu_credits_any_accepted_translation():
+    hyps = ["tu es très gentil !", "attendez ici un moment ."]
+    sets = [["vous êtes très gentille !", "tu es très gentil !"],
+            ["attends ici un moment .", "attendez ici un moment .", "patientez un peu ."]]
+    assert multi_reference_bleu(hyps, sets) == pytest.approx(100.0)
+    assert corpus_bleu(hyps, [s[0] for s in sets]) < 50
+
+
+def test_multi_reference_bleu_names_a_bad_reference_set():
+    with pytest.raises(ValueError, match=r"reference_sets\[1\] is \[\]"):
+        multi_reference_bleu(["a b", "c d"], [["a b"], []])
+    with pytest.raises(ValueError, match=r"reference_sets\[0\] is 'a b'"):
+        multi_reference_bleu(["a b"], ["a b"])
+    with pytest.raises(ValueError, match="one per reference = 1"):
+        multi_reference_bleu(["a b", "c d"], [["a b"]])
+
+
+def test_bleu_by_length_scores_each_bin_with_several_references():
+    hyps = ["a b c d", "e f g h i j"]
+    sets = [["x y z", "a b c d"], ["e f g h i j"]]
+    bins = bleu_by_length(hyps, sets, [4, 6], [0, 5, 10], score=multi_reference_bleu)
+    assert [(b.count, round(b.bleu)) for b in bins] == [(1, 100), (1, 100)]
