@@ -94,10 +94,18 @@ class TaskData:
         return bucketed_loader(dataset, batch_size, shuffle=shuffle, seed=seed)
 
 
-def _task_data(examples: list[Example], seed: int) -> TaskData:
-    parts = split(examples, (0.8, 0.1, 0.1), seed=seed)
-    src_vocab, tgt_vocab = build_vocabs(parts.train)
+def pairs_data(examples: Sequence[Example], *, min_freq: int = 2, seed: int = 0,
+               fractions: Sequence[float] = (0.9, 0.05, 0.05)) -> TaskData:
+    """Any sentence pairs (e.g. `attn_course.tatoeba.read_pairs`) as a task: train/validation/test splits by
+    `fractions` in which no source sentence is in two splits (`attn_course.data.split`), and vocabularies
+    built on the training split; a word seen fewer than min_freq times there becomes <unk>."""
+    parts = split(examples, fractions, seed=seed)
+    src_vocab, tgt_vocab = build_vocabs(parts.train, min_freq=min_freq)
     return TaskData(parts.train, parts.val, parts.test, src_vocab, tgt_vocab)
+
+
+def _task_data(examples: list[Example], seed: int) -> TaskData:
+    return pairs_data(examples, min_freq=0, seed=seed, fractions=(0.8, 0.1, 0.1))
 
 
 def translation_data(num_pairs: int, *, min_len: int = 3, max_len: int = 30, seed: int = 0) -> TaskData:

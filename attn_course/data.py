@@ -252,13 +252,16 @@ def load_fra_eng(path: str | Path | None = None, *, num_pairs: int | None = None
     (FRA_ENG_PATH). Nothing is downloaded: a missing file raises FileNotFoundError saying where to get it.
     num_pairs: read only the first num_pairs pairs (None: all).
 
-    Accepts the 2-column file (English, French) and the current 3-column one (English, French, attribution);
+    Read by `attn_course.tatoeba.read_pairs` (which also takes the .zip as downloaded, or a .txt.xz). It
+    accepts the 2-column file (English, French) and the current 3-column one (English, French, attribution);
     d2l's reader keeps only lines with exactly 2 columns, so it silently drops every line of the 3-column
     file. Text gets d2l's preprocessing (:func:`preprocess_fra_eng`) and is split on whitespace. A UTF-8 BOM
     is ignored, and so are blank lines. Any other line without 2 or 3 columns, or with an empty English or
     French side, is an error: ValueError naming the file and line number (a malformed line means the file is
     not fra.txt or was damaged, so nothing is skipped silently).
     """
+    from attn_course.tatoeba import read_pairs  # here, not at the top: tatoeba imports this module
+
     if num_pairs is not None:
         _check_count(num_pairs)
     path = FRA_ENG_PATH if path is None else Path(path)
@@ -271,27 +274,7 @@ def load_fra_eng(path: str | Path | None = None, *, num_pairs: int | None = None
             f"download fra-eng.zip from\n  {sources}\nunzip it and put fra.txt at {FRA_ENG_PATH} "
             f"(or pass its path to load_fra_eng)."
         )
-    out: list[Example] = []
-    with open(path, encoding="utf-8-sig") as f:
-        for number, line in enumerate(f, start=1):
-            if num_pairs is not None and len(out) >= num_pairs:
-                break
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            columns = line.split("\t")
-            if len(columns) not in (2, 3):
-                raise ValueError(
-                    f"{path}, line {number}: expected 2 or 3 tab-separated columns (English, French[, "
-                    f"attribution]), got {len(columns)}: {line[:80]!r}"
-                )
-            src = preprocess_fra_eng(columns[0]).split()
-            tgt = preprocess_fra_eng(columns[1]).split()
-            if not src or not tgt:
-                side = "English" if not src else "French"
-                raise ValueError(f"{path}, line {number}: the {side} column is empty: {line[:80]!r}")
-            out.append(Example(src, tgt))
-    return out
+    return read_pairs(path, num_pairs=num_pairs, tokenizer=lambda text: preprocess_fra_eng(text).split())
 
 
 # --------------------------------------------------------------------------------------------- vocabulary
