@@ -1,11 +1,12 @@
-"""Measuring what attention does: how spread out (entropy) each decoder step's weights are, and how much
-of a sentence's attention piles up on one source position (concentration).
+"""Measuring what attention does: how spread out (entropy) each decoder step's weights are, how much of a
+sentence's attention piles up on one source position (concentration), and how often its alignment crosses.
 
     H = attention_entropy(weights, src_valid_lens)            # (batch_size, num_steps), nats
     h = mean_entropy(weights, src_valid_lens, tgt_valid_lens, normalise=True)   # one number in [0, 1]
     c = attention_concentration(weights, src_valid_lens, tgt_valid_lens)       # (batch_size,), in (0, 1]
     d = diagnose(weights, src_valid_lens, tgt_valid_lens)     # Diagnosis(entropy, concentration, verdict)
     r = score_range(weights, src_valid_lens)                  # (batch_size, num_steps): max - min score
+    n = alignment_crossings(weights[0], src_len, tgt_len)     # one sentence pair: word-order crossings
 
 An untrained model's weights are close to uniform over the real source tokens (entropy near log of their
 number); a trained one's sharpen towards the words it translates. Normalised entropy divides by that
@@ -19,7 +20,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from attn_course.validation import check_floating, check_shape, check_tensor, check_valid_lens
+from attn_course.metrics import attention_to_links
+from attn_course.validation import check_floating, check_int, check_shape, check_tensor, check_valid_lens
 
 
 def _check_weights(weights: Tensor) -> Tensor:
@@ -180,3 +182,23 @@ def diagnose(weights: Tensor, src_valid_lens: Tensor | None = None, tgt_valid_le
     else:
         verdict = "looking"
     return Diagnosis(entropy, concentration, verdict)
+
+
+def alignment_crossings(weights: Tensor, src_len: int, tgt_len: int) -> int:
+    """How often one sentence pair's argmax alignment crosses: the pairs of target words t1 < t2 whose
+    source words come in the other order, a_t1 > a_t2 (two target words on the same source word do not
+    cross). 0 for a monotone alignment; an adjective moved after its noun ("a red car" -> "une voiture
+    rouge") gives 1; a reversed sentence of n words n (n - 1) / 2: the discordant pairs of Kendall's tau.
+
+    weights: (num_steps, num_keys), num_steps > tgt_len and num_keys > src_len; as
+    `attn_course.evaluation.forced_attention` returns it, (tgt_len + 1, src_len + 1): row t is the decoder
+    step that predicts target word t, column i is source word i, the last row and column are <eos>. They
+    and any padding beyond them are left out: a_t is the argmax of row t < tgt_len over the columns
+    i < src_len (`attn_course.metrics.attention_to_links`). Returns a Python int.
+    """
+    check_shape("weights", weights, {"num_steps": None, "num_keys": None})
+    check_int("tgt_len", tgt_len, low=0, high=weights.shape[0] - 1, high_name="num_steps - 1")
+    check_int("src_len", src_len, low=1, high=weights.shape[1] - 1, high_name="num_keys - 1")
+    links = attention_to_links(weights, src_len=src_len, tgt_len=tgt_len)
+    aligned = [src for src, _ in sorted(links, key=lambda link: link[1])]          # a_0, ..., a_{tgt_len-1}
+    return sum(a1 > a2 for k, a1 in enumerate(aligned) for a2 in aligned[k + 1 :])

@@ -3726,3 +3726,381 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
     return layer(queries, keys, values, valid_lens)
 """,
 )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch12.q1 crossings
+
+K = "ch12.q1"
+ok(
+    K,
+    "each word against the words before it",
+    """
+def crossings(weights, src_len, tgt_len):
+    real = weights[:tgt_len, :src_len].to(torch.float64)
+    positions = [int(torch.argmax(real[t])) for t in range(tgt_len)]
+    total = 0
+    for later, p in enumerate(positions):
+        total += sum(1 for q in positions[:later] if q > p)
+    return total
+""",
+)
+ok(
+    K,
+    "numpy counts of the source words seen so far",
+    """
+import numpy as np
+
+def crossings(weights, src_len, tgt_len):
+    links = np.argmax(weights.detach().cpu().float().numpy()[:tgt_len, :src_len], axis=-1)
+    seen = np.zeros(src_len, dtype=np.int64)
+    result = 0
+    for s in links:
+        result += int(seen[s + 1:].sum())
+        seen[s] += 1
+    return result
+""",
+)
+ok(
+    K,
+    "a comparison matrix masked above the diagonal",
+    """
+def crossings(weights, src_len, tgt_len):
+    block = weights.float()[:tgt_len, :src_len]
+    src_of = block.max(dim=1)[1]
+    earlier_right = src_of.unsqueeze(1) > src_of.unsqueeze(0)
+    upper = torch.ones_like(earlier_right).triu(1)
+    return int(upper.logical_and(earlier_right).sum().item())
+""",
+)
+wrong(
+    K,
+    "each source word's target word",
+    ["down the columns", "the other way round"],
+    """
+def crossings(weights, src_len, tgt_len):
+    cols = weights.T[:src_len, :tgt_len].argmax(1).tolist()
+    return sum(cols[i] > cols[j] for i in range(len(cols)) for j in range(i + 1, len(cols)))
+""",
+)
+wrong(
+    K,
+    "loop runs to tgt_len inclusive",
+    ["<eos> row"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = [int(weights[t, :src_len].argmax()) for t in range(tgt_len + 1)]
+    n = 0
+    for i in range(len(a)):
+        for j in range(i + 1, len(a)):
+            if a[i] > a[j]:
+                n += 1
+    return n
+""",
+)
+wrong(
+    K,
+    "argmax of the whole row",
+    ["<eos> column"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = [int(weights[t].argmax()) for t in range(tgt_len)]
+    return sum(a[i] > a[j] for i in range(tgt_len) for j in range(i + 1, tgt_len))
+""",
+)
+wrong(
+    K,
+    "cuts off the last row and column",
+    ["padding", "tensor's last"],
+    """
+def crossings(weights, src_len, tgt_len):
+    w = weights[:-1, :-1]
+    a = w.argmax(-1)
+    return int((a[:, None] > a[None, :]).triu(1).sum())
+""",
+)
+wrong(
+    K,
+    "ties count",
+    ["ties"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(-1)
+    return int((a[:, None] >= a[None, :]).triu(1).sum())
+""",
+)
+wrong(
+    K,
+    "every ordered pair that disagrees",
+    ["twice"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(-1).tolist()
+    return sum((a[i] - a[j]) * (i - j) < 0 for i in range(tgt_len) for j in range(tgt_len))
+""",
+)
+wrong(
+    K,
+    "the sum left as a tensor",
+    ["tensor"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(-1)
+    return (a[:, None] > a[None, :]).triu(1).sum()
+""",
+)
+wrong(
+    K,
+    "numpy straight from the weights",
+    ["bfloat16"],
+    """
+import numpy as np
+
+def crossings(weights, src_len, tgt_len):
+    a = weights.numpy()[:tgt_len, :src_len].argmax(axis=1)
+    return int(sum((a[i] > a[i + 1:]).sum() for i in range(tgt_len)))
+""",
+)
+wrong(
+    K,
+    "row 0 skipped as <bos>",
+    ["shifted"],
+    """
+def crossings(weights, src_len, tgt_len):
+    a = weights[1:tgt_len + 1, :src_len].argmax(-1).tolist()
+    return sum(a[i] > a[j] for i in range(tgt_len) for j in range(i + 1, tgt_len))
+""",
+)
+wrong(
+    K,
+    "calls the course's attention_to_links",
+    ["calls the course", "attention_to_links"],
+    """
+from attn_course.metrics import attention_to_links
+
+def crossings(weights, src_len, tgt_len):
+    by_target = {t: s for s, t in attention_to_links(weights, src_len=src_len, tgt_len=tgt_len)}
+    a = [by_target[t] for t in range(tgt_len)]
+    return sum(a[i] > a[j] for i in range(tgt_len) for j in range(i + 1, tgt_len))
+""",
+)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ch12.q2 bleu_by_source_length
+
+K = "ch12.q2"
+ok(
+    K,
+    "a dict from bin to sentences",
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    members = {}
+    for idx, length in enumerate(src_lengths):
+        found = [b for b in range(len(edges) - 1) if edges[b] <= length < edges[b + 1]]
+        if not found:
+            raise ValueError(f"no bin for source length {length}")
+        members.setdefault(found[0], []).append(idx)
+    table = []
+    for b in range(len(edges) - 1):
+        ids = members.get(b, [])
+        bleu = None
+        if ids:
+            bleu = multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids])
+        table.append((len(ids), bleu))
+    return table
+""",
+)
+ok(
+    K,
+    "sacrebleu's BLEU with BLEU_SETTINGS, streams padded with None",
+    """
+from sacrebleu.metrics import BLEU
+from attn_course.metrics import BLEU_SETTINGS
+
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    scorer = BLEU(**BLEU_SETTINGS)
+    placed = 0
+    rows = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        placed += len(ids)
+        if not ids:
+            rows.append((0, None))
+            continue
+        deepest = max(len(reference_sets[j]) for j in ids)
+        streams = [[" ".join(reference_sets[j][k]) if k < len(reference_sets[j]) else None for j in ids]
+                   for k in range(deepest)]
+        score = scorer.corpus_score([" ".join(hypotheses[j]) for j in ids], streams)
+        rows.append((len(ids), score.score))
+    if placed != len(src_lengths):
+        raise ValueError("some sentences fall outside the bins")
+    return rows
+""",
+)
+ok(
+    K,
+    "a walk over the edges for each sentence",
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    nbins = len(edges) - 1
+    hyp_bins = [[] for _ in range(nbins)]
+    ref_bins = [[] for _ in range(nbins)]
+    for hyp, refs, n in zip(hypotheses, reference_sets, src_lengths):
+        if n < edges[0] or n >= edges[-1]:
+            raise ValueError(f"length {n} outside [{edges[0]}, {edges[-1]})")
+        b = 0
+        while n >= edges[b + 1]:
+            b += 1
+        hyp_bins[b].append(hyp)
+        ref_bins[b].append(refs)
+    return [(len(h), multi_reference_bleu(h, r) if h else None) for h, r in zip(hyp_bins, ref_bins)]
+""",
+)
+wrong(
+    K,
+    "first reference with corpus_bleu",
+    ["first reference"],
+    """
+from attn_course.metrics import corpus_bleu
+
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        out.append((len(ids), corpus_bleu([hypotheses[j] for j in ids], [reference_sets[j][0] for j in ids])
+                    if ids else None))
+    if sum(c for c, _ in out) < len(src_lengths):
+        raise ValueError("outside")
+    return out
+""",
+)
+wrong(
+    K,
+    "upper edge included",
+    ["half-open", "edge"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    bins = [[] for _ in range(len(edges) - 1)]
+    for j, n in enumerate(src_lengths):
+        b = next((b for b in range(len(bins)) if edges[b] <= n <= edges[b + 1]), None)
+        if b is None:
+            raise ValueError("outside")
+        bins[b].append(j)
+    return [(len(ids), multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids])
+             if ids else None) for ids in bins]
+""",
+)
+wrong(
+    K,
+    "average of sentence scores",
+    ["mean of the sentences", "corpus score"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
+        raise ValueError("outside")
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        scores = [multi_reference_bleu([h], [r]) for h, r, n in zip(hypotheses, reference_sets, src_lengths)
+                  if lo <= n < hi]
+        out.append((len(scores), sum(scores) / len(scores) if scores else None))
+    return out
+""",
+)
+wrong(
+    K,
+    "only the bins with sentences",
+    ["left out", "empty bin"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
+        raise ValueError("outside")
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        if ids:
+            out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids],
+                                                       [reference_sets[j] for j in ids])))
+    return out
+""",
+)
+wrong(
+    K,
+    "BLEU as a fraction",
+    ["0-100"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
+        raise ValueError("outside")
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        frac = multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids]) / 100
+        out.append((len(ids), frac if ids else None))
+    return out
+""",
+)
+wrong(
+    K,
+    "sentences outside every bin ignored",
+    ["valueerror", "silently"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        refs = [reference_sets[j] for j in ids]
+        out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids], refs) if ids else None))
+    return out
+""",
+)
+wrong(
+    K,
+    "sacrebleu streams by zip(*...)",
+    ["smallest set", "all of its translations"],
+    """
+import sacrebleu
+
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
+        raise ValueError("outside")
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
+        if not ids:
+            out.append((0, None))
+            continue
+        streams = list(zip(*[[" ".join(r) for r in reference_sets[j]] for j in ids]))
+        out.append((len(ids), sacrebleu.corpus_bleu([" ".join(hypotheses[j]) for j in ids], streams).score))
+    return out
+""",
+)
+wrong(
+    K,
+    "binned by len(hypothesis)",
+    ["hypothesis", "source"],
+    """
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        ids = [j for j, h in enumerate(hypotheses) if lo <= len(h) < hi]
+        refs = [reference_sets[j] for j in ids]
+        out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids], refs) if ids else None))
+    if sum(c for c, _ in out) != len(hypotheses):
+        raise ValueError("outside")
+    return out
+""",
+)
+wrong(
+    K,
+    "calls the course's bleu_by_length",
+    ["calls the course", "bleu_by_length"],
+    """
+from attn_course import metrics
+
+def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
+    found = metrics.bleu_by_length(hypotheses, reference_sets, src_lengths, edges,
+                                   score=metrics.multi_reference_bleu)
+    return [(b.count, b.bleu) for b in found]
+""",
+)

@@ -1758,11 +1758,20 @@ MUTANTS += [
     ("ch11.q2", learner("ch11.q2", "projections applied as X @ W"), "applied as `X @ W`"),
     ("ch11.q2", learner("ch11.q2", "features dealt to the heads in turn"), "every num_heads-th feature"),
     ("ch11.q2", learner("ch11.q2", "calls the course's MultiHeadAttention"), "calls the course's own"),
+    ("ch12.q1", learner("ch12.q1", "each source word's target word"), "The argmax ran down the columns"),
+    ("ch12.q1", learner("ch12.q1", "cuts off the last row and column"), "padded as in a batch"),
+    ("ch12.q1", learner("ch12.q1", "ties count"), "Ties were counted as crossings"),
+    ("ch12.q1", learner("ch12.q1", "calls the course's attention_to_links"), "calls the course's own"),
+    ("ch12.q2", learner("ch12.q2", "first reference with corpus_bleu"), "Only the first reference"),
+    ("ch12.q2", learner("ch12.q2", "upper edge included"), "the bins are half-open"),
+    ("ch12.q2", learner("ch12.q2", "average of sentence scores"), "the mean of the sentences' BLEU"),
+    ("ch12.q2", learner("ch12.q2", "calls the course's bleu_by_length"), "calls the course's own"),
 ]
 
 
-#: Chapters 9 and 10's exercises have their mutation tests in tests/test_checks_ch9_ch10.py.
-ELSEWHERE = ("ch9.", "ch10.")
+#: Chapters 9, 10 and 12's exercises have their mutation tests in tests/test_checks_ch9_ch10.py and
+#: tests/test_checks_ch12.py (chapter 12's learners' mutants above also give the grading benchmark its cells).
+ELSEWHERE = ("ch9.", "ch10.", "ch12.")
 MUTATED = [key for key in checks.EXERCISES if not key.startswith(ELSEWHERE)]
 
 

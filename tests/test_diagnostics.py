@@ -182,3 +182,54 @@ def test_the_studys_model_is_the_one_build_model_makes_and_takes_an_attention_dr
     expected = reference.state_dict()
     for name, got in model.state_dict().items():
         assert torch.equal(got, expected[name]), name
+
+
+from attn_course.diagnostics import alignment_crossings  # noqa: E402
+
+
+def forced(aligned: list[int], src_len: int, *, eos_row_on: int = 0, padding: int = 0) -> torch.Tensor:
+    """Attention as forced_attention returns it, (len(aligned) + 1, src_len + 1) plus `padding` rows and
+    columns: row t peaks on source word aligned[t], but puts even more on the <eos> column; the <eos> row
+    peaks on source word eos_row_on among the words; the padding holds the largest weights of all."""
+    tgt_len = len(aligned)
+    weights = torch.full((tgt_len + 1 + padding, src_len + 1 + padding), 0.01)
+    for t, i in enumerate([*aligned, eos_row_on]):
+        weights[t, i] = 0.2
+    weights[:, src_len] = 0.5
+    weights[tgt_len + 1 :, :] = 0.9
+    weights[:, src_len + 1 :] = 0.9
+    return weights
+
+
+@pytest.mark.parametrize(("aligned", "src_len", "expected"), [
+    ([0, 1, 2], 3, 0),                       # monotone
+    ([0, 2, 1], 3, 1),                       # a red car -> une voiture rouge
+    ([4, 3, 2, 1, 0], 5, 10),                # a reversal: every pair, 5 * 4 / 2
+    ([0, 0, 1, 1], 2, 0),                    # two target words on one source word keep the order
+    ([1, 1, 0], 2, 2),
+    ([0], 1, 0),
+])
+def test_alignment_crossings_counts_the_target_word_pairs_in_the_other_order(aligned, src_len, expected):
+    for padding in (0, 2):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            weights = forced(aligned, src_len, padding=padding).to(dtype)
+            got = alignment_crossings(weights, src_len, len(aligned))
+            assert got == expected and type(got) is int
+
+
+def test_alignment_crossings_leave_out_the_eos_row_the_eos_column_and_the_padding():
+    # The <eos> row peaks on word 0 after every word of a monotone alignment: counted, it would cross 2.
+    weights = forced([0, 1, 2], 3, eos_row_on=0, padding=3)
+    assert alignment_crossings(weights, 3, 3) == 0
+    scaled = weights * torch.linspace(0.05, 1.0, weights.shape[0])[:, None]             # rows of any total
+    assert alignment_crossings(scaled, 3, 3) == 0
+
+
+def test_alignment_crossings_refuses_sizes_the_weights_cannot_hold():
+    weights = forced([0, 1], 2)
+    with pytest.raises(ValueError, match=r"tgt_len must be an int in \[0, num_steps - 1\] = \[0, 2\], got 3"):
+        alignment_crossings(weights, 2, 3)
+    with pytest.raises(ValueError, match=r"src_len must be an int in \[1, num_keys - 1\]"):
+        alignment_crossings(weights, 3, 2)
+    with pytest.raises(ValueError, match=r"weights has shape \(1, 3, 3\), expected \(num_steps, num_keys\)"):
+        alignment_crossings(weights[None], 2, 2)

@@ -51,6 +51,7 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
 from attn_course.checks.ch9_dynamics import EXPOSURE, HALF_WAY
 from attn_course.checks.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY
 from attn_course.checks.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
+from attn_course.checks.ch12_real_sentences import BLEU_BY_LENGTH, CROSSINGS
 from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
@@ -92,6 +93,8 @@ PREAMBLES: dict[int, str] = {
     10: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     11: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
     "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    12: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
+    "from attn_course.metrics import multi_reference_bleu  # noqa: F401\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
@@ -104,6 +107,7 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     9: (EXPOSURE, HALF_WAY),
     10: (MEAN_ENTROPY, MEAN_CONCENTRATION, DIAGNOSIS),
     11: (CAUSAL_MASK, MULTI_HEAD),
+    12: (CROSSINGS, BLEU_BY_LENGTH),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.
