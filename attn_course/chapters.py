@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,7 @@ from attn_course.data import (
 from attn_course.runtime import get_device, seed_everything
 from attn_course.seq2seq import ModelConfig, Seq2Seq
 from attn_course.training import History, TrainConfig, load_checkpoint, save_checkpoint, train
+from attn_course.validation import check_positive_int
 
 TASKS = ("translation", "reversal")
 
@@ -236,6 +238,31 @@ CHAPTER_RECIPE = Recipe(embed_size=32, decoder_hiddens=64, encoder_hiddens=64,
 def chapter_data() -> TaskData:
     """The corpus of chapters 3 and 4 (`CHAPTER_DATA`)."""
     return task_data(CHAPTER_DATA)
+
+
+#: The real-data chapter's corpus: REAL_PAIRS of the shipped Tatoeba sentence pairs, drawn with REAL_SEED
+#: (whatever the model seed), split 90/5/5 by source sentence; words seen once in training become <unk>.
+REAL_PAIRS = 25_000
+REAL_SEED = 0
+
+#: The real-data chapter's models and training, shared by the three models it compares.
+REAL_RECIPE = Recipe(embed_size=48, decoder_hiddens=96, encoder_hiddens=48,
+                     train=TrainConfig(epochs=2, batch_size=128, lr=5e-3, lr_decay=0.8))
+
+
+def sample_pairs(examples: Sequence[Example], num_pairs: int, *, seed: int = 0) -> list[Example]:
+    """num_pairs of `examples` drawn without replacement with `seed`, kept in corpus order (all of them when
+    there are no more than num_pairs)."""
+    check_positive_int("num_pairs", num_pairs)
+    if len(examples) <= num_pairs:
+        return list(examples)
+    return [examples[i] for i in sorted(random.Random(seed).sample(range(len(examples)), num_pairs))]
+
+
+def real_data(examples: Sequence[Example], *, num_pairs: int = REAL_PAIRS, seed: int = REAL_SEED) -> TaskData:
+    """The real-data chapter's task from any sentence pairs (`attn_course.tatoeba.load_sample` or
+    `read_pairs`): `sample_pairs`, then `pairs_data` (90/5/5, words seen once in training -> <unk>)."""
+    return pairs_data(sample_pairs(examples, num_pairs, seed=seed), min_freq=2, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------------ cache

@@ -157,6 +157,7 @@ def run_chapter(chapter: str, setting: Setting, artifacts: Path) -> dict[str, An
         **asdict(setting),
         "seconds": time.perf_counter() - start,
         "actual": _probed(nb),
+        "processor": _processor(),
         "claims": read_log(log),
         "error": error,
     }
@@ -310,12 +311,14 @@ def _results(matrix: dict[str, Any], runs: list[dict[str, Any]], seconds: float)
 
 
 def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One results object from several (e.g. a new chapter measured apart): every run of each, a later
-    one replacing a run of the same chapter and setting; the matrix is the union of theirs."""
+    """One results object from several (e.g. a new chapter measured apart, or on another processor): every
+    run of each, a later one replacing a run of the same chapter, setting and processor (runs recorded
+    before runs named their processor count as one unnamed processor); the matrix is the union of theirs.
+    Runs of one setting on two processors both stay: the spread of a claim is over machines too."""
     runs: dict[tuple, dict[str, Any]] = {}
     for result in results:
         for run in result["runs"]:
-            runs[(run["chapter"], _setting_of(run))] = run
+            runs[(run["chapter"], _setting_of(run), run.get("processor"))] = run
     devices = {result["matrix"]["device"] for result in results}
     if len(devices) != 1:
         raise ValueError(f"cannot merge results of devices {sorted(devices)}: keep one file per device")

@@ -325,16 +325,35 @@ def _crc32_of(path: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ score
-def reference_sets(examples: Sequence[Example]) -> list[list[list[str]]]:
-    """For each example, every distinct target in `examples` whose source is the same, in corpus order.
+def reference_sets(examples: Sequence[Example], *, corpus: Sequence[Example] | None = None
+                   ) -> list[list[list[str]]]:
+    """For each example, every distinct target whose source is the same, in corpus order: looked up in
+    `corpus` (default: `examples` themselves), the example's own target always among them.
 
     These are the references `attn_course.metrics.multi_reference_bleu` takes: Tatoeba often has several
     translations of one sentence ("be nice ." -> "sois gentil !", "soyez gentille !"). `chapters.pairs_data`
-    keeps all translations of a source in one split, so ``reference_sets(data.test)`` sees all of them.
+    keeps all translations of a source in one split, so ``reference_sets(data.test)`` sees all of them that
+    were drawn; ``corpus=`` the whole file finds those that were not.
     """
     by_source: dict[tuple[str, ...], list[list[str]]] = collections.defaultdict(list)
-    for example in examples:
+    for example in (examples if corpus is None else corpus):
         targets = by_source[tuple(example.src)]
         if example.tgt not in targets:
             targets.append(example.tgt)
-    return [list(by_source[tuple(example.src)]) for example in examples]
+    sets = []
+    for example in examples:
+        targets = by_source[tuple(example.src)]
+        sets.append(list(targets) if example.tgt in targets else [example.tgt, *targets])
+    return sets
+
+
+def distinct_sources(examples: Sequence[Example]) -> list[Example]:
+    """The first example of each source sentence, in corpus order: a test set in which a sentence with
+    several translations counts once (score it with `reference_sets`)."""
+    seen: set[tuple[str, ...]] = set()
+    firsts = []
+    for example in examples:
+        if tuple(example.src) not in seen:
+            seen.add(tuple(example.src))
+            firsts.append(example)
+    return firsts

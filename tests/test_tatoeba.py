@@ -24,7 +24,15 @@ from attn_course import chapters, tatoeba
 from attn_course.data import Example, load_fra_eng, preprocess_fra_eng
 from attn_course.evaluation import translations
 from attn_course.metrics import multi_reference_bleu
-from attn_course.tatoeba import fetch, load_sample, read_pairs, reference_sets, sample_path, tokenize
+from attn_course.tatoeba import (
+    distinct_sources,
+    fetch,
+    load_sample,
+    read_pairs,
+    reference_sets,
+    sample_path,
+    tokenize,
+)
 from attn_course.training import TrainConfig
 
 
@@ -458,3 +466,20 @@ def test_any_language_pair_reads_splits_trains_translates_and_scores(tmp_path, n
     if name == "cmn.txt":
         assert all(len(token) == 1 for token in data.tgt_vocab.idx_to_token[4:])
         assert "谢" in data.tgt_vocab and "谢谢" not in data.tgt_vocab
+
+
+def test_reference_sets_look_up_a_corpus_and_keep_the_example_s_own_target():
+    pairs = [Example(["be", "nice", "."], ["sois", "gentil", "!"]),
+             Example(["be", "nice", "."], ["soyez", "gentille", "!"]),
+             Example(["go", "."], ["va", "!"])]
+    held_out = [pairs[0], Example(["go", "."], ["bouge", "!"])]
+    assert reference_sets(held_out, corpus=pairs) == [
+        [["sois", "gentil", "!"], ["soyez", "gentille", "!"]],
+        [["bouge", "!"], ["va", "!"]],
+    ]
+    assert reference_sets(held_out) == [[["sois", "gentil", "!"]], [["bouge", "!"]]]
+
+
+def test_distinct_sources_keeps_the_first_example_of_each_source():
+    pairs = [Example(["a"], ["x"]), Example(["b"], ["y"]), Example(["a"], ["z"])]
+    assert distinct_sources(pairs) == [pairs[0], pairs[1]]

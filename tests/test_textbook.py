@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-APPENDIX = ROOT / "notebooks" / "12_how_this_course_checks_itself.ipynb"
+APPENDIX = ROOT / "notebooks" / "13_how_this_course_checks_itself.ipynb"
 READING = [path for path in CHAPTERS if path != APPENDIX]
 #: Words that only make sense to the course's test harness. Chapter 8, about speed, may talk of kernels
 #: and threads; no chapter but the appendix talks of bars, margins, run counts, nbval or robustness.
