@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from attn_course import chapters as C
+from attn_course.data import Example
 from attn_course.decoders import LuongDecoder
 from attn_course.training import TrainConfig
 
@@ -107,3 +108,26 @@ def test_data_config_names_the_task_and_its_symbols():
         C.DataConfig("copy", 40, 4, 7)
     with pytest.raises(ValueError, match="vocab_size=None with task='reversal'"):
         C.DataConfig("reversal", 40, 4, 7)
+
+
+# ------------------------------------------------------------------------------------------ real sentences
+def _pairs(n):
+    return [Example([f"w{i}", "common", "."], [f"m{i}", "commun", "."]) for i in range(n)]
+
+
+def test_sample_pairs_draws_with_its_seed_and_keeps_the_corpus_order():
+    pairs = _pairs(50)
+    drawn = C.sample_pairs(pairs, 10, seed=3)
+    assert len(drawn) == 10 and drawn == sorted(drawn, key=pairs.index)
+    assert drawn == C.sample_pairs(pairs, 10, seed=3) != C.sample_pairs(pairs, 10, seed=4)
+    assert C.sample_pairs(pairs, 80) == pairs                       # fewer than asked: all of them
+    with pytest.raises(ValueError, match="num_pairs"):
+        C.sample_pairs(pairs, 0)
+
+
+def test_real_data_splits_by_source_and_leaves_words_seen_once_unknown():
+    data = C.real_data(_pairs(200), num_pairs=100, seed=0)
+    sources = [{tuple(e.src) for e in part} for part in (data.train, data.val, data.test)]
+    assert not (sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2])
+    assert len(data.train) + len(data.val) + len(data.test) == 100
+    assert "common" in data.src_vocab and "w0" not in data.src_vocab      # every w_i is seen once

@@ -35,7 +35,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "ch10.q3": ("10_diagnosing_attention.ipynb", "4. Two broken models, caught by the numbers"),
     "ch11.q1": ("11_self_attention.ipynb", "The causal mask"),
     "ch11.q2": ("11_self_attention.ipynb", "2. Multi-head attention"),
-    "ch12.q1": ("12_real_sentences.ipynb", "Words change places"),
+    "ch12.q1": ("12_real_sentences.ipynb", "4. Words change places"),
     "ch12.q2": ("12_real_sentences.ipynb", "Several right translations"),
 }
 
