@@ -184,6 +184,22 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def requirements_of(distributions: set[str]) -> set[str]:
+    """Every distribution the given ones require, directly or not, extras included (normalised names)."""
+    found, todo = set(), list(distributions)
+    while todo:
+        try:
+            requires = importlib.metadata.requires(todo.pop()) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for requirement in requires:
+            name = normalize(re.match(r"[A-Za-z0-9._-]+", requirement)[0])
+            if name not in found:
+                found.add(name)
+                todo.append(name)
+    return found
+
+
 def test_setup_sh_is_bash_and_installs_this_environments_torch_from_the_cpu_index(
     bundles: dict[str, Path],
 ) -> None:
@@ -235,12 +251,13 @@ def test_setup_sh_installs_every_third_party_module_the_grader_imports_and_nothi
         installed = set(setup_installs(bundle.read("setup.sh").decode())) - {
             "pip"
         }  # the venv's own, upgraded
-    # pip installs torch's own requirements with it (those of this build; the CPU build has fewer)
-    with_torch = {normalize(re.match(r"[A-Za-z0-9._-]+", r)[0]) for r in importlib.metadata.requires("torch")}
+    # pip installs each distribution's own requirements with it (torch's: those of this build; the CPU build
+    # has fewer); a module imported only when an optional extra is there (tabulate's wcwidth) counts too
+    brought = requirements_of(installed | {"torch"})
     for module, distributions in imported.items():
         names = {normalize(d) for d in distributions}
         assert names, f"{module} is imported but belongs to no installed distribution"
-        assert names & (installed | with_torch), f"setup.sh does not install {module} ({distributions})"
+        assert names & (installed | brought), f"setup.sh does not install {module} ({distributions})"
     needed = {normalize(d) for distributions in imported.values() for d in distributions}
     assert installed <= needed, f"setup.sh installs what the grader does not import: {installed - needed}"
     assert not {"jupyter", "jupyterlab", "d2l", "matplotlib"} & installed

@@ -42,8 +42,9 @@ from attn_course.grading.records import ExerciseGrade, Limits, SubmissionGrade
 #: Gradescope's visibility settings, for the results as a whole and for each test.
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 
-#: What the grader imports besides torch and the standard library (torch brings typing_extensions).
-REQUIREMENTS = ("numpy>=1.26", "tqdm>=4.66")
+#: What the grader imports besides torch and the standard library (torch brings typing_extensions;
+#: sacrebleu, which chapter 12's BLEU exercise is judged with, brings its own requirements).
+REQUIREMENTS = ("numpy>=1.26", "tqdm>=4.66", "sacrebleu>=2.4")
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
