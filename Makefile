@@ -45,7 +45,7 @@ unit: env
 unit-slow: env
 	$(BIN)/python -m pytest -m slow tests
 
-# Chapters cache the models they train (attn_course.runtime.artifacts_dir: ~/.cache/attn-course for a
+# Chapters cache the models they train (attn_course.training.runtime.artifacts_dir: ~/.cache/attn-course for a
 # learner). A test run trains its own, in a fresh folder, so it never passes on a model an older version of
 # the course trained.
 notebooks: env
@@ -66,11 +66,11 @@ portability: env
 test: lint unit unit-slow notebooks portability
 
 # Every training chapter over 5 seeds x torch CPU kernels (default, avx2, the machine's best) x 1 and 2
-# threads: the spread of each claim, in results/robustness.json and .md (about 4 hours on 2 cores).
+# threads: the spread of each claim, in attn_course/course/results/robustness.json and .md (about 4 hours on 2 cores).
 # `make robustness ARGS=--resume` keeps the runs already there and adds the missing ones.
 ARGS ?=
 robustness: env
-	$(BIN)/python -m attn_course.robustness --out results/robustness.json $(ARGS)
+	$(BIN)/python -m attn_course_tools.robustness --out attn_course/course/results/robustness.json $(ARGS)
 
 # Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run, and grading a class of
 # 300 students x 6 notebooks with 1 job and with every core (benchmarks/grading.py). Not part of `make test`.
@@ -78,21 +78,21 @@ bench: env
 	$(BIN)/python -m benchmarks.run --out benchmarks/results
 
 # On a machine with a CUDA GPU: every notebook under nbval, the chapters' claims over 5 seeds, then the
-# benchmarks, on the GPU (TF32 off: attn_course.runtime.seed_everything).
+# benchmarks, on the GPU (TF32 off: attn_course.training.runtime.seed_everything).
 gpu-check: env
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
 	$(MAKE) --no-print-directory notebooks
-	$(BIN)/python -m attn_course.robustness --device cuda --threads 1 --workers 1 --out results/robustness-cuda.json
+	$(BIN)/python -m attn_course_tools.robustness --device cuda --threads 1 --workers 1 --out attn_course/course/results/robustness-cuda.json
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 # The course to read and to teach from, built from the notebooks' stored outputs (nothing is executed):
 # an HTML book (open build/book/index.html) and a reveal.js deck per chapter (build/slides/index.html). Both
-# open offline; their scripts are fetched once from the npm registry, pinned in attn_course/vendor.py.
+# open offline; their scripts are fetched once from the npm registry, pinned in attn_course_tools/publish/vendor.py.
 book: env
-	$(BIN)/python -m attn_course.book --out build/book
+	$(BIN)/python -m attn_course_tools.publish.book --out build/book
 
 slides: env
-	$(BIN)/python -m attn_course.slides build --out build/slides
+	$(BIN)/python -m attn_course_tools.publish.slides build --out build/slides
 
 # The course's diagrams (notebooks/figures/*.svg), redrawn from notebooks/figures/draw.py.
 figures: env

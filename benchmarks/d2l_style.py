@@ -11,8 +11,8 @@ What makes it the textbook pipeline (d2l 1.0.3, sections 10.5-10.7 and 11.4):
   ``predict_seq2seq`` translates one sentence at a time.
 
 What it shares with attn_course, so that both compute the same numbers from the same weights: the
-architecture of `attn_course.decoders.BahdanauDecoder` (query s_{t-1}, GRU input [e(y_{t-1}); c_t], output
-layer over [s_t; c_t; e(y_{t-1})], same sizes) and the encoder itself (the same `attn_course.encoders.Encoder`
+architecture of `attn_course.models.decoders.BahdanauDecoder` (query s_{t-1}, GRU input [e(y_{t-1}); c_t], output
+layer over [s_t; c_t; e(y_{t-1})], same sizes) and the encoder itself (the same `attn_course.models.encoders.Encoder`
 module, copied: d2l's encoder neither packs the padding nor is bidirectional, and a different encoder
 would change the model, not the pipeline). `from_attn_course(model)` builds the reference with the
 weights of an attn_course Seq2Seq.
@@ -29,9 +29,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
-from attn_course.data import Batch, TranslationDataset, Vocab
-from attn_course.encoders import Encoder
-from attn_course.seq2seq import Seq2Seq
+from attn_course.data.tasks import Batch, TranslationDataset, Vocab
+from attn_course.models.encoders import Encoder
+from attn_course.models.seq2seq import Seq2Seq
 
 
 class D2LStyleBahdanauDecoder(nn.Module):

@@ -9,15 +9,15 @@ submission is drawn, with a fixed seed, as:
 - correct, 70%: the notebook of solutions/;
 - untouched, 10%: the template of exercises/;
 - wrong, 15%: the solutions with one exercise answered by a known-wrong implementation, drawn from the
-  mutation tests' catalogues (tests/test_checks.py, MUTANTS, and chapters 9 and 10's learners' answers in
-  tests/test_checks_ch9_ch10.py; `wrong_answers`);
+  mutation tests' catalogues (tests/library/checks/test_checks.py, MUTANTS, and chapters 9 and 10's learners' answers in
+  tests/library/checks/test_checks_ch9_ch10.py; `wrong_answers`);
 - raises, 5%: the solutions with one exercise left half done, calling a name it never defined (NameError);
 - then, in place of drawn ones, per 100 students (at least one of each) one submission whose exercise
   cell never finishes (it runs into the cell timeout) and one whose cell ends its process (os._exit): the
   grader's expensive paths, in about the proportion a class sends them.
 
 The measurement (`measure`) grades the whole class with each --jobs value (default: 1, then the cores this
-process may use, `attn_course.grading.batch.default_jobs`), each into a fresh folder with a fresh, empty
+process may use, `attn_course_tools.grading.batch.default_jobs`), each into a fresh folder with a fresh, empty
 grade cache, then once more with the cache of the last run, which then holds every grade (the seconds of a
 re-run). Grading runs processes side by side, so it is timed by the wall clock, and the machine's load
 shows in it. The speed-up is the first run's seconds over the last uncached run's, both measured in this
@@ -43,11 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from attn_course import checks
-from attn_course.grading import Limits, grade
-from attn_course.grading.batch import default_jobs
+from attn_course_tools.grading import Limits, grade
+from attn_course_tools.grading.batch import default_jobs
 from benchmarks.measure import machine_info
-from tests import test_checks as catalogue
-from tests import test_checks_ch9_ch10 as catalogue_ch9_ch10
+from tests.library.checks import test_checks as catalogue
+from tests.library.checks import test_checks_ch9_ch10 as catalogue_ch9_ch10
 
 ROOT = Path(__file__).resolve().parents[1]
 MIX = {"correct": 0.70, "untouched": 0.10, "wrong": 0.15, "raises": 0.05}
@@ -188,7 +188,7 @@ def measure(students: int = 300, jobs: Sequence[int] | None = None, *, seed: int
     return {
         "students": students, "notebooks_per_student": 6, "submissions": runs[0]["submissions"],
         "mix": mix, "mix_rule": MIX_RULE,
-        "wrong_answers": {"from": "tests/test_checks.py MUTANTS", "mutants": len(catalogue.MUTANTS),
+        "wrong_answers": {"from": "tests/library/checks/test_checks.py MUTANTS", "mutants": len(catalogue.MUTANTS),
                           "usable": sum(map(len, wrong_answers().values()))},
         "limits": asdict(limits), "cores": default_jobs(), "clock": "wall-clock (time.perf_counter)",
         "runs": runs, "speedup": runs[0]["seconds"] / runs[-1]["seconds"],

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from attn_course.runtime import get_device
+from attn_course.training.runtime import get_device
 from benchmarks import grading, suites
 from benchmarks.measure import machine_info
 

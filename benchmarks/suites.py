@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
-from attn_course.data import (
+from attn_course.data.tasks import (
     Batch,
     Example,
     TranslationDataset,
@@ -36,12 +36,12 @@ from attn_course.data import (
     split,
     toy_translation,
 )
-from attn_course.decoders import BahdanauDecoder, Decoder, LuongDecoder
-from attn_course.decoding import translate
-from attn_course.encoders import EncoderOutput
-from attn_course.metrics import corpus_bleu
-from attn_course.seq2seq import Seq2Seq, build_model
-from attn_course.training import masked_cross_entropy, train
+from attn_course.measure.metrics import corpus_bleu
+from attn_course.models.decoders import BahdanauDecoder, Decoder, LuongDecoder
+from attn_course.models.decoding import translate
+from attn_course.models.encoders import EncoderOutput
+from attn_course.models.seq2seq import Seq2Seq, build_model
+from attn_course.training.loop import masked_cross_entropy, train
 from benchmarks import d2l_style
 from benchmarks.measure import (
     Timed,
@@ -141,7 +141,7 @@ def _timings(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
 
 # --------------------------------------------------------------------------------------------- training
 def attn_course_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, clip: float) -> float:
-    """One training step exactly as attn_course.training.train takes it; returns the loss."""
+    """One training step exactly as attn_course.training.loop.train takes it; returns the loss."""
     logits, _ = model(batch.src, batch.src_valid_lens, batch.tgt_in)
     loss = masked_cross_entropy(logits, batch.tgt_out, batch.tgt_valid_lens)
     optimizer.zero_grad(set_to_none=True)
@@ -183,7 +183,7 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
     which makes the crossing a matter of noise), clip at config.clip and batches of config.batch_size;
     they train one epoch each in alternation, and after each epoch both are scored on the same held-out
     sentences (scoring is not timed). attn_course: length-bucketed batches,
-    attn_course.training.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
+    attn_course.training.loop.train, batched greedy decoding that stops each sentence at <eos>. d2l-style:
     every sentence padded to num_steps, d2l's decoder, loss and fit loop, predict_step (num_steps steps).
     `log` (optional) receives one line per epoch. Returns the results and the attn_course model as trained.
     """

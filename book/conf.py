@@ -2,14 +2,14 @@
 
 The book is built from the notebooks' stored outputs by myst-nb (nothing is executed), with every script
 and font it needs served from the book itself: MathJax, RequireJS and the ipywidgets embedder are fetched
-once from the npm registry at pinned versions (attn_course.vendor.VENDOR), so the built book opens
-offline, from a file or any static server. Build it with `make book` (attn_course.book).
+once from the npm registry at pinned versions (attn_course_tools.publish.vendor.VENDOR), so the built book opens
+offline, from a file or any static server. Build it with `make book` (attn_course_tools.publish.book).
 """
 
 import os
 from pathlib import Path
 
-from attn_course.book import read_for_book
+from attn_course_tools.publish.book import read_for_book
 
 project = "attn-course"
 author = "the attn-course authors"
@@ -29,7 +29,7 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
-# attn_course.book unpacks the vendored assets into this folder and names it here.
+# attn_course_tools.publish.book unpacks the vendored assets into this folder and names it here.
 BUILD = Path(__file__).resolve().parents[1] / "build"
 VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", BUILD / "book-vendor"))
 html_static_path = [str(VENDOR), "static"]
@@ -41,7 +41,7 @@ html_css_files = ["course.css"]
 # The widgets' embedder, on the pages whose notebook stored widget state. A widget module it does not bundle
 # would be fetched from the CDN named here; the course's widgets are all ipywidgets' own controls, which it
 # bundles, so none is (the browser test fails on any request that leaves the book). It loads its fonts from
-# "@jupyter-widgets/html-manager/dist/" beside the page: attn_course.book copies them there.
+# "@jupyter-widgets/html-manager/dist/" beside the page: attn_course_tools.publish.book copies them there.
 nb_ipywidgets_js = {
     "require.js": {},
     "@jupyter-widgets/html-manager/dist/embed-amd.js": {"data-jupyter-widgets-cdn": "_static/"},
@@ -60,6 +60,6 @@ html_last_updated_fmt = None
 
 
 def setup(app):
-    # Each notebook is read as attn_course.book.reading_view shows it: no `# NBVAL_...` lines, and a
+    # Each notebook is read as attn_course_tools.publish.book.reading_view shows it: no `# NBVAL_...` lines, and a
     # chapter's set-up cell (imports, seeding) with its output only.
     app.connect("source-read", read_for_book)

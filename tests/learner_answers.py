@@ -732,10 +732,10 @@ def nadaraya_watson(queries, keys, values, sigma):
 wrong(
     K,
     "calls the course's nadaraya_watson",
-    ["calls the course", "attn_course.lookup"],
+    ["calls the course", "attn_course.attention.lookup"],
     """
 def nadaraya_watson(queries, keys, values, sigma):
-    from attn_course import lookup
+    from attn_course.attention import lookup
 
     return lookup.nadaraya_watson(queries, keys, values, sigma)
 """,
@@ -1996,11 +1996,11 @@ wrong(
 wrong(
     K,
     "calls the course's encoder",
-    ["calls the course", "attn_course.encoders"],
+    ["calls the course", "attn_course.models.encoders"],
     BI_ENCODER_INIT
     + """
     def forward(self, src, valid_lens):
-        from attn_course.encoders import Encoder
+        from attn_course.models.encoders import Encoder
 
         enc = Encoder(self.embedding.num_embeddings, self.embedding.embedding_dim, self.num_hiddens,
                       bidirectional=True, decoder_hiddens=self.bridge.out_features)
@@ -3317,10 +3317,10 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
 wrong(
     K,
     "calls the course's beam_search",
-    ["calls the course", "attn_course.decoding"],
+    ["calls the course", "attn_course.models.decoding"],
     """
 def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
-    from attn_course import decoding
+    from attn_course.models import decoding
 
     found = decoding.beam_search(model, src, src_valid_lens, bos=bos, eos=eos, max_len=max_len,
                                  beam_size=beam_size, length_penalty_alpha=alpha)
@@ -3506,10 +3506,10 @@ def causal_padding_mask(valid_lens, num_steps):
 wrong(
     K,
     "calls the course's attention_lens",
-    ["calls the course", "attn_course.multihead"],
+    ["calls the course", "attn_course.attention.multihead"],
     """
 def causal_padding_mask(valid_lens, num_steps):
-    from attn_course.multihead import attention_lens
+    from attn_course.attention.multihead import attention_lens
 
     lens = attention_lens(valid_lens, len(valid_lens), num_steps, num_steps, True, valid_lens.device)
     return torch.arange(num_steps)[None, None, :] < lens[..., None]
@@ -3712,10 +3712,10 @@ wrong(
 wrong(
     K,
     "calls the course's MultiHeadAttention",
-    ["calls the course", "attn_course.multihead"],
+    ["calls the course", "attn_course.attention.multihead"],
     """
 def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None):
-    from attn_course.multihead import MultiHeadAttention
+    from attn_course.attention.multihead import MultiHeadAttention
 
     layer = MultiHeadAttention(queries.shape[-1], num_heads, bias=False).to(queries.dtype)
     with torch.no_grad():
@@ -3876,7 +3876,7 @@ wrong(
     "calls the course's attention_to_links",
     ["calls the course", "attention_to_links"],
     """
-from attn_course.metrics import attention_to_links
+from attn_course.measure.metrics import attention_to_links
 
 def crossings(weights, src_len, tgt_len):
     by_target = {t: s for s, t in attention_to_links(weights, src_len=src_len, tgt_len=tgt_len)}
@@ -3916,7 +3916,7 @@ ok(
     "sacrebleu's BLEU with BLEU_SETTINGS, streams padded with None",
     """
 from sacrebleu.metrics import BLEU
-from attn_course.metrics import BLEU_SETTINGS
+from attn_course.measure.metrics import BLEU_SETTINGS
 
 def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
     scorer = BLEU(**BLEU_SETTINGS)
@@ -3962,7 +3962,7 @@ wrong(
     "first reference with corpus_bleu",
     ["first reference"],
     """
-from attn_course.metrics import corpus_bleu
+from attn_course.measure.metrics import corpus_bleu
 
 def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
     out = []
@@ -4096,7 +4096,7 @@ wrong(
     "calls the course's bleu_by_length",
     ["calls the course", "bleu_by_length"],
     """
-from attn_course import metrics
+from attn_course.measure import metrics
 
 def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
     found = metrics.bleu_by_length(hypotheses, reference_sets, src_lengths, edges,

@@ -15,7 +15,7 @@ SET_UP = """import math
 
 import torch
 
-from attn_course.runtime import get_device, seed_everything
+from attn_course.training.runtime import get_device, seed_everything
 
 seed_everything(0)
 device = get_device()

@@ -22,7 +22,7 @@ A check has three parts, so that a grader can keep the learner's code away from 
    mutation), or a summary of the exception -- the only part that runs learner code;
 3. `Exercise.judge(cases, attempts)` compares the attempts with the reference and its mistake variants.
 
-In a notebook, `check()` runs all three in the learner's kernel. `attn_course.grading` runs part 2 in a
+In a notebook, `check()` runs all three in the learner's kernel. `attn_course_tools.grading` runs part 2 in a
 sandboxed process and parts 1 and 3 in the grader, so nothing the learner's code does can change a grade.
 """
 
@@ -79,22 +79,22 @@ PREAMBLES: dict[int, str] = {
     "from torch.nn import functional as F  # noqa: F401\n",
     2: "import math  # noqa: F401\n\nimport torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n\n"
-    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
     3: "import torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n"
     "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: F401\n",
     4: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     5: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n\n"
-    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
     6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
     "from torch.nn import functional as F  # noqa: F401\n",
     9: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     10: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
     11: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
-    "from attn_course.masking import masked_softmax  # noqa: F401\n",
+    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
     12: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
-    "from attn_course.metrics import multi_reference_bleu  # noqa: F401\n",
+    "from attn_course.measure.metrics import multi_reference_bleu  # noqa: F401\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
@@ -121,7 +121,7 @@ def chapter(number: int, *, graded: bool = False) -> tuple[Exercise, ...]:
     but `solution()` says that solutions are off instead of showing the model answer. The switch lives in
     the set-up cell, where the instructor's release writes it, not in global state or the notebook's
     metadata, which a kernel cannot read reliably; the grader never runs the set-up cell, and in its
-    sandbox no exercise has a model answer at all (`attn_course.grading.sandbox_child`).
+    sandbox no exercise has a model answer at all (`attn_course_tools.grading.sandbox_child`).
     """
     if number not in _CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(_CHAPTERS)}, got {number!r}")

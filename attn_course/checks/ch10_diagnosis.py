@@ -7,7 +7,7 @@ Every case is one generated set of sentences of one kind -- healthy (each step p
 summing to 1, zeros on the padding), [1] with leftovers on the padded keys and steps (an unmasked softmax),
 [2] with every real row scaled by its own positive factor, [3] in float16 and [4] in bfloat16. The learner's
 function runs on each; the output is the five results, so a message says which presentation differs. The
-references are `attn_course.diagnostics` on the rows cleaned and normalised over the real keys.
+references are `attn_course.measure.diagnostics` on the rows cleaned and normalised over the real keys.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import spec_generator, spec_lengths, spec_size
 
 _PACKAGE = [
-    "attn_course.diagnostics.attention_entropy",
-    "attn_course.diagnostics.mean_entropy",
-    "attn_course.diagnostics.attention_concentration",
-    "attn_course.diagnostics.diagnose",
+    "attn_course.measure.diagnostics.attention_entropy",
+    "attn_course.measure.diagnostics.mean_entropy",
+    "attn_course.measure.diagnostics.attention_concentration",
+    "attn_course.measure.diagnostics.diagnose",
 ]
 _VIEWS = ("as given", "leftovers on the padding", "rows rescaled", "float16", "bfloat16")
 _VERDICTS = {"looking": "healthy", "near-uniform": "frozen", "collapsed": "lazy"}
@@ -185,7 +185,7 @@ def _entropy(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int, 
 
 
 def _entropy_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
-    mean_entropy = resolve("attn_course.diagnostics.mean_entropy")
+    mean_entropy = resolve("attn_course.measure.diagnostics.mean_entropy")
     return mean_entropy(_cleaned(view, src, tgt), src, tgt, normalise=True)
 
 
@@ -305,7 +305,7 @@ def _concentration(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index:
 
 
 def _concentration_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
-    concentration = resolve("attn_course.diagnostics.attention_concentration")
+    concentration = resolve("attn_course.measure.diagnostics.attention_concentration")
     return float(concentration(_cleaned(view, src, tgt), src, tgt).mean())
 
 
@@ -393,14 +393,14 @@ def mean_concentration(weights, src_valid_lens, tgt_valid_lens):
 def _verdict(entropy: float, concentration: float) -> str:
     """The chapter's rule (thresholds COLLAPSED_CONCENTRATION and NEAR_UNIFORM_ENTROPY) in this exercise's
     words; the mistake variants pass it the numbers their mistake gives."""
-    diagnostics = resolve("attn_course.diagnostics")
+    diagnostics = resolve("attn_course.measure.diagnostics")
     if concentration >= diagnostics.COLLAPSED_CONCENTRATION:
         return "lazy"
     return "frozen" if entropy >= diagnostics.NEAR_UNIFORM_ENTROPY else "healthy"
 
 
 def _diagnosis_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> str:
-    diagnose = resolve("attn_course.diagnostics.diagnose")
+    diagnose = resolve("attn_course.measure.diagnostics.diagnose")
     return _VERDICTS[diagnose(_cleaned(view, src, tgt), src, tgt).verdict]
 
 

@@ -1,7 +1,7 @@
 """Chapter 11's exercises, self-attention: the causal + padding mask (ch11.q1) and multi-head attention's
 split into heads and merge back (ch11.q2).
 
-Their references are `attn_course.multihead`; the mistakes named include the upper triangle for the lower, a
+Their references are `attn_course.attention.multihead`; the mistakes named include the upper triangle for the lower, a
 diagonal left out or one too many, padding on the query axis, heads split with a reshape that mixes positions
 and heads, a missing 1/sqrt(d_head), and lengths tiled instead of repeated per head.
 """
@@ -142,7 +142,7 @@ def causal_padding_mask(valid_lens, num_steps):
             "sequence along the first axis.",
         ),
     ],
-    package=["attn_course.multihead.attention_lens"],
+    package=["attn_course.attention.multihead.attention_lens"],
 )
 
 
@@ -230,7 +230,7 @@ def _mha(inputs: dict[str, Any], *, split: str = "right", scale: str = "d_head",
 def _mha_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     q = inputs["queries"]
     d = q.shape[-1]
-    layer = resolve("attn_course.multihead.MultiHeadAttention")(d, inputs["num_heads"], bias=False)
+    layer = resolve("attn_course.attention.multihead.MultiHeadAttention")(d, inputs["num_heads"], bias=False)
     layer = layer.to(q.dtype)
     with torch.no_grad():
         for name in ("W_q", "W_k", "W_v", "W_o"):
@@ -363,6 +363,6 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             "valid_lens needs one length per row, each sequence's length repeated for its heads.",
         ),
     ],
-    package=["attn_course.multihead.MultiHeadAttention", "attn_course.multihead.split_heads",
-             "attn_course.multihead.merge_heads"],
+    package=["attn_course.attention.multihead.MultiHeadAttention", "attn_course.attention.multihead.split_heads",
+             "attn_course.attention.multihead.merge_heads"],
 )

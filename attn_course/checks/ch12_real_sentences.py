@@ -2,12 +2,12 @@
 (ch12.q1), and corpus BLEU by source length against every accepted translation (ch12.q2).
 
 ch12.q1: every case is one sentence pair's attention, shown five ways as in chapter 10 -- [0] as
-`attn_course.evaluation.forced_attention` gives it, [1] padded as in a batch (leftovers on the padding), [2]
+`attn_course.measure.evaluation.forced_attention` gives it, [1] padded as in a batch (leftovers on the padding), [2]
 with every row scaled by its own factor (rows that do not sum to 1, as local-p gives them), [3] in float16
 and [4] in bfloat16 -- and the output is the five counts. The reference is
-`attn_course.diagnostics.alignment_crossings`. ch12.q2: every case is a handful of English sentences with
+`attn_course.measure.diagnostics.alignment_crossings`. ch12.q2: every case is a handful of English sentences with
 their French translations (1 to 4 each, as Tatoeba has them) and a hypothesis per sentence, made from one of
-them by a seeded edit; the reference is `attn_course.metrics.bleu_by_length(..., score=multi_reference_bleu)`.
+them by a seeded edit; the reference is `attn_course.measure.metrics.bleu_by_length(..., score=multi_reference_bleu)`.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
 
 
 def _crossings_reference(view: torch.Tensor, src_len: int, tgt_len: int) -> int:
-    return resolve("attn_course.diagnostics.alignment_crossings")(view, src_len, tgt_len)
+    return resolve("attn_course.measure.diagnostics.alignment_crossings")(view, src_len, tgt_len)
 
 
 def _crossings_call(answer: Any, inputs: dict[str, Any]) -> tuple[Any, ...]:
@@ -273,13 +273,13 @@ def crossings(weights, src_len, tgt_len):
                   "NumPy has no bfloat16: take the argmax with torch, or turn the weights into float32 "
                   "before calling .numpy()."),
     ],
-    package=["attn_course.diagnostics.alignment_crossings"],
-    avoid=["attn_course.metrics.attention_to_links"],
+    package=["attn_course.measure.diagnostics.alignment_crossings"],
+    avoid=["attn_course.measure.metrics.attention_to_links"],
 )
 
 
 # ---------------------------------------------------------------------------------------------- ch12.q2
-#: English sentences with their French translations, tokenised as `attn_course.tatoeba` does (lower case,
+#: English sentences with their French translations, tokenised as `attn_course.data.tatoeba` does (lower case,
 #: punctuation apart, apostrophes and hyphens inside words). Several are right as Tatoeba has them.
 _POOL: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("go !", ("va !", "allez !", "file !")),
@@ -428,7 +428,7 @@ def _bins_call(answer: Any, inputs: dict[str, Any]) -> Any:
 
 
 def _bins_reference(inputs: dict[str, Any]) -> Any:
-    metrics = resolve("attn_course.metrics")
+    metrics = resolve("attn_course.measure.metrics")
     try:
         found = metrics.bleu_by_length(*_arguments(inputs), score=metrics.multi_reference_bleu)
     except ValueError:
@@ -442,7 +442,7 @@ def _corpus_bleu(hypotheses: list[list[str]], reference_sets: list[list[list[str
     """Corpus BLEU with the course's settings, against all references ("all"), the first ("first"), as many
     as the smallest set has ("zip": zip(*sets) stops at the shortest), all with the missing ones given as
     empty sentences ("empty"), or the sets given to sacrebleu as if they were its streams ("sets")."""
-    settings = resolve("attn_course.metrics.BLEU_SETTINGS")
+    settings = resolve("attn_course.measure.metrics.BLEU_SETTINGS")
     sets = [[" ".join(r) for r in alternatives] for alternatives in reference_sets]
     if refs == "sets":                                 # sacrebleu zips the "streams" silently
         return float(BLEU(**settings).corpus_score([" ".join(h) for h in hypotheses], sets).score)
@@ -457,7 +457,7 @@ def _corpus_bleu(hypotheses: list[list[str]], reference_sets: list[list[list[str
 
 def _sentence_bleu(hypothesis: list[str], references: list[list[str]]) -> float:
     """sacrebleu's sentence BLEU (effective order), with the course's settings otherwise."""
-    settings = dict(resolve("attn_course.metrics.BLEU_SETTINGS"), effective_order=True)
+    settings = dict(resolve("attn_course.measure.metrics.BLEU_SETTINGS"), effective_order=True)
     score = BLEU(**settings).sentence_score(" ".join(hypothesis), [" ".join(r) for r in references])
     return float(score.score)
 
@@ -603,5 +603,5 @@ def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
                   "multi_reference_bleu takes the hypotheses and, for each, the list of its references, "
                   "all as token lists (or strings), for the sentences of one bin."),
     ],
-    package=["attn_course.metrics.bleu_by_length"],
+    package=["attn_course.measure.metrics.bleu_by_length"],
 )

@@ -2,7 +2,7 @@
 
 The exercise is an `Exercise` with its cases (num_queries equal to num_keys and not, a single key, a very
 wide and a very narrow kernel, queries so far from every key that exp of every score underflows, float32
-and float64), its reference `attn_course.lookup.nadaraya_watson`, and the known-wrong variants that name a
+and float64), its reference `attn_course.attention.lookup.nadaraya_watson`, and the known-wrong variants that name a
 learner's likely mistake: the softmax over the queries, no minus sign, 2σ² written as σ² or 2σ, exp without
 normalising or without subtracting the max, keys and queries swapped, the two results swapped or one missing.
 """
@@ -163,7 +163,7 @@ def nadaraya_watson(queries, keys, values, sigma):
     ],
     build=_lookup_case,
     call=_call,
-    reference=lambda i: _call(resolve("attn_course.lookup.nadaraya_watson"), i),
+    reference=lambda i: _call(resolve("attn_course.attention.lookup.nadaraya_watson"), i),
     mistakes=[
         Mistake(
             "The softmax ran over the queries: each query's weights over the keys must sum to 1, so "
@@ -287,5 +287,5 @@ def nadaraya_watson(queries, keys, values, sigma):
             "each prediction sums a row of weights times the values.",
         ),
     ],
-    package=["attn_course.lookup.nadaraya_watson"],
+    package=["attn_course.attention.lookup.nadaraya_watson"],
 )

@@ -1,7 +1,7 @@
 """Chapter 1's exercises, masking: `sequence_mask` (ch1.q1) and `masked_softmax` (ch1.q2).
 
 Each exercise is an `Exercise` with its cases (shapes, valid lengths of 0 and of the full length, dtypes), its
-reference in `attn_course.masking`, and the known-wrong variants that name a learner's likely mistake.
+reference in `attn_course.attention.masking`, and the known-wrong variants that name a learner's likely mistake.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def sequence_mask(X, valid_len, value=0):
     ],
     build=_sequence_mask_case,
     call=lambda answer, i: answer(i["X"], i["valid_len"], i["value"]),
-    reference=lambda i: resolve("attn_course.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
+    reference=lambda i: resolve("attn_course.attention.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
     mistakes=[
         Mistake(
             "Off by one: you kept one padded position too many. Position `valid_len` itself is already "
@@ -138,7 +138,7 @@ def sequence_mask(X, valid_len, value=0):
             "full length), and for X with trailing axes reshape it to (batch_size, maxlen, 1, ..., 1).",
         ),
     ],
-    package=["attn_course.masking.sequence_mask"],
+    package=["attn_course.attention.masking.sequence_mask"],
 )
 
 
@@ -258,7 +258,7 @@ def masked_softmax(scores, valid_lens=None):
     ],
     build=_masked_softmax_case,
     call=_masked_softmax_call,
-    reference=_masked_softmax_variant(lambda s, n: resolve("attn_course.masking.masked_softmax")(s, n)),
+    reference=_masked_softmax_variant(lambda s, n: resolve("attn_course.attention.masking.masked_softmax")(s, n)),
     mistakes=[
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1, so "
@@ -309,7 +309,7 @@ def masked_softmax(scores, valid_lens=None):
             "then `.to(scores.dtype)`.",
             _masked_softmax_variant(
                 lambda s, n: (
-                    resolve("attn_course.masking.masked_softmax")(s.float(), n)
+                    resolve("attn_course.attention.masking.masked_softmax")(s.float(), n)
                     if s.dtype in (torch.float16, torch.bfloat16)
                     else None
                 )
@@ -358,5 +358,5 @@ def masked_softmax(scores, valid_lens=None):
             "tensor from Python numbers): the weights must stay differentiable with respect to the scores.",
         ),
     ],
-    package=["attn_course.masking.masked_softmax", "attn_course.masking.masked_softmax_unchecked"],
+    package=["attn_course.attention.masking.masked_softmax", "attn_course.attention.masking.masked_softmax_unchecked"],
 )

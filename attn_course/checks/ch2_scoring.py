@@ -2,7 +2,7 @@
 (ch2.q2), Luong's general (ch2.q3) and concat (ch2.q4) scores, and a masked attention with three planted bugs
 to find (ch2.q5).
 
-Their references are `attn_course.attention` and `attn_course.scoring`; the mistakes named include a missing
+Their references are `attn_course.attention.layers` and `attn_course.attention.scoring`; the mistakes named include a missing
 scale, softmax over the wrong axis, and the d2l fill value that leaves empty rows with uniform weights.
 """
 
@@ -248,7 +248,7 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
         ),
     ],
     error_hints=[_BMM_HINT],
-    package=["attn_course.attention.DotProductAttention", "attn_course.scoring.dot_scores"],
+    package=["attn_course.attention.layers.DotProductAttention", "attn_course.attention.scoring.dot_scores"],
 )
 with_gradients(SCALED_DOT_PRODUCT, ("queries", "keys", "values"))
 
@@ -500,7 +500,7 @@ class AdditiveAttention(nn.Module):
             "loads its weights into them.",
         ),
     ],
-    package=["attn_course.attention.AdditiveAttention"],
+    package=["attn_course.attention.layers.AdditiveAttention"],
 )
 with_gradients(ADDITIVE_ATTENTION, ("queries", "keys", "values"))
 
@@ -588,7 +588,7 @@ def general_scores(queries, keys, W_a):
         spec, lambda s, g, d: {"W_a": seeded_randn((s["query_size"], s["key_size"]), g, d)}
     ),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["W_a"]),
-    reference=lambda i: resolve("attn_course.scoring.general_scores")(i["queries"], i["keys"], i["W_a"]),
+    reference=lambda i: resolve("attn_course.attention.scoring.general_scores")(i["queries"], i["keys"], i["W_a"]),
     mistakes=[
         Mistake(
             "W_a is used untransposed. It is (query_size, key_size), the weight of nn.Linear(key_size, "
@@ -620,7 +620,7 @@ def general_scores(queries, keys, W_a):
             "`torch.bmm(queries, ....transpose(1, 2))`: every query with every key.",
         ),
     ],
-    package=["attn_course.scoring.general_scores"],
+    package=["attn_course.attention.scoring.general_scores"],
 )
 with_gradients(GENERAL_SCORES, ("queries", "keys", "W_a"))
 
@@ -693,7 +693,7 @@ def concat_scores(queries, keys, W_a, v_a):
         },
     ),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["W_a"], i["v_a"]),
-    reference=lambda i: resolve("attn_course.scoring.concat_scores")(
+    reference=lambda i: resolve("attn_course.attention.scoring.concat_scores")(
         i["queries"], i["keys"], i["W_a"], i["v_a"]
     ),
     mistakes=[
@@ -737,7 +737,7 @@ def concat_scores(queries, keys, W_a, v_a):
             "query_size + key_size) pairs.",
         ),
     ],
-    package=["attn_course.scoring.concat_scores"],
+    package=["attn_course.attention.scoring.concat_scores"],
 )
 with_gradients(CONCAT_SCORES, ("queries", "keys", "W_a", "v_a"))
 
@@ -786,7 +786,7 @@ def _fixed_attention(inputs: dict[str, Any], *, mask_before: bool = True, extra:
 
 
 def _masked_attention_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-    weights = resolve("attn_course.masking.masked_softmax")(
+    weights = resolve("attn_course.attention.masking.masked_softmax")(
         inputs["queries"] @ inputs["keys"].transpose(1, 2) / math.sqrt(inputs["queries"].shape[-1]),
         inputs["valid_lens"],
     )
@@ -890,11 +890,11 @@ def masked_attention(queries, keys, values, valid_lens):
             "`torch.finfo(scores.dtype).min`, which fits every dtype.",
         ),
     ],
-    package=["attn_course.attention.DotProductAttention"],
+    package=["attn_course.attention.layers.DotProductAttention"],
     # The prompt asks for it without masked_softmax, which the other exercises of the chapter use.
     avoid=[
-        "attn_course.masking.masked_softmax",
-        "attn_course.masking.masked_softmax_unchecked",
-        "attn_course.masking.softmax_excluding",
+        "attn_course.attention.masking.masked_softmax",
+        "attn_course.attention.masking.masked_softmax_unchecked",
+        "attn_course.attention.masking.softmax_excluding",
     ],
 )

@@ -2,8 +2,8 @@
 the last real encoder state of each padded sentence, and `BiEncoder` (ch3.q3), a bidirectional GRU over a
 packed batch with the bridge to the decoder's initial state.
 
-Their references are `attn_course.training.masked_cross_entropy`, `outputs[i, valid_len - 1]` and
-`attn_course.encoders.Encoder`; the mistakes named include averaging over padding, taking the last column of a
+Their references are `attn_course.training.loop.masked_cross_entropy`, `outputs[i, valid_len - 1]` and
+`attn_course.models.encoders.Encoder`; the mistakes named include averaging over padding, taking the last column of a
 padded batch and running the GRU over the padding.
 """
 
@@ -146,7 +146,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     ],
     build=_cross_entropy_case,
     call=lambda answer, i: answer(i["logits"], i["tgt_out"], i["tgt_valid_lens"]),
-    reference=lambda i: resolve("attn_course.training.masked_cross_entropy")(
+    reference=lambda i: resolve("attn_course.training.loop.masked_cross_entropy")(
         i["logits"], i["tgt_out"], i["tgt_valid_lens"]
     ),
     mistakes=[
@@ -200,7 +200,7 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
             "(batch, T), so pass `logits.transpose(1, 2)` (or flatten both to (batch * T, ...)).",
         ),
     ],
-    package=["attn_course.training.masked_cross_entropy"],
+    package=["attn_course.training.loop.masked_cross_entropy"],
 )
 with_gradients(MASKED_CROSS_ENTROPY, ("logits",))
 
@@ -384,7 +384,7 @@ def _encoder_call(cls: Any, inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
 
 def _package_encoder(inputs: dict[str, Any]) -> nn.Module:
     v, e, h, d = _encoder_sizes(inputs)
-    encoder = resolve("attn_course.encoders.Encoder")(v, e, h, bidirectional=True, decoder_hiddens=d)
+    encoder = resolve("attn_course.models.encoders.Encoder")(v, e, h, bidirectional=True, decoder_hiddens=d)
     return encoder.to(inputs["params"]["bridge.weight"].dtype).eval()
 
 
@@ -568,5 +568,5 @@ class BiEncoder(nn.Module):
             "weights into them.",
         ),
     ],
-    package=["attn_course.encoders.Encoder"],
+    package=["attn_course.models.encoders.Encoder"],
 )

@@ -230,7 +230,7 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             "(`context[:, 0]`) before concatenating it with the embedding (batch_size, embed_size).",
         ),
     ],
-    package=["attn_course.decoders.BahdanauDecoder"],
+    package=["attn_course.models.decoders.BahdanauDecoder"],
 )
 with_gradients(BAHDANAU_DECODE, ("embedded", "s_0", "enc_outputs"))
 
@@ -323,7 +323,7 @@ def alignment_error_rate(predicted, sure, possible):
     ],
     build=_links_case,
     call=lambda answer, i: answer(i["predicted"], i["sure"], i["possible"]),
-    reference=lambda i: resolve("attn_course.metrics.alignment_error_rate")(
+    reference=lambda i: resolve("attn_course.measure.metrics.alignment_error_rate")(
         i["predicted"], i["sure"], i["possible"]
     ),
     mistakes=[
@@ -375,5 +375,5 @@ def alignment_error_rate(predicted, sure, possible):
             "The links come as Python sets: use `predicted & sure` for the intersection.",
         ),
     ],
-    package=["attn_course.metrics.alignment_error_rate", "attn_course.metrics.corpus_alignment_error_rate"],
+    package=["attn_course.measure.metrics.alignment_error_rate", "attn_course.measure.metrics.corpus_alignment_error_rate"],
 )

@@ -53,10 +53,10 @@ def _location_case(spec: dict[str, Any]) -> Case:
 
 
 def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
-    scores = resolve("attn_course.scoring.location_scores")(
+    scores = resolve("attn_course.attention.scoring.location_scores")(
         inputs["queries"], inputs["W_a"], inputs["num_keys"]
     )
-    return resolve("attn_course.masking.masked_softmax")(scores, inputs["valid_lens"])
+    return resolve("attn_course.attention.masking.masked_softmax")(scores, inputs["valid_lens"])
 
 
 def _location_variant(kind: str):
@@ -172,7 +172,7 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
             "`queries @ W_a.T`, one per position.",
         ),
     ],
-    package=["attn_course.scoring.location_scores"],
+    package=["attn_course.attention.scoring.location_scores"],
 )
 with_gradients(LOCATION_WEIGHTS, ("queries", "W_a"))
 
@@ -331,7 +331,7 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
             "(`context[:, 0]`). W_c is (num_hiddens, enc_size + num_hiddens): apply it as `... @ W_c.T`.",
         ),
     ],
-    package=["attn_course.decoders.LuongDecoder"],
+    package=["attn_course.models.decoders.LuongDecoder"],
 )
 with_gradients(LUONG_STEP, ("y_emb", "h_prev", "feed", "enc_outputs", "W_c"))
 
@@ -527,7 +527,7 @@ def local_p_weights(scores, centres, window, valid_lens):
             "1) gives (batch_size, num_queries, num_keys).",
         ),
     ],
-    package=["attn_course.decoders.LuongDecoder"],
+    package=["attn_course.models.decoders.LuongDecoder"],
 )
 with_gradients(LOCAL_P_WEIGHTS, ("scores", "centres"))
 
@@ -733,6 +733,6 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
             "for p_t -- and the lengths need a query axis, `valid_lens[:, None]`, to scale it.",
         ),
     ],
-    package=["attn_course.decoders.LuongDecoder"],
+    package=["attn_course.models.decoders.LuongDecoder"],
 )
 with_gradients(LOCAL_P_ATTENTION, ("queries", "scores", "W_p", "v_p"))

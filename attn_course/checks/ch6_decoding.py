@@ -64,7 +64,7 @@ class ScriptedDecoder(nn.Module):
 
 
 class ScriptedModel(nn.Module):
-    """A stand-in for `attn_course.seq2seq.Seq2Seq` with the same decoding interface -- `encode(src,
+    """A stand-in for `attn_course.models.seq2seq.Seq2Seq` with the same decoding interface -- `encode(src,
     src_valid_lens)`, `decoder.init_state(enc)`, `decoder.step(y_prev, state)` -- whose choices are fixed
     by three tables (four with `previous`: logits also depend on the token before the last), so that a
     decoding exercise can be checked exactly and quickly."""
@@ -143,7 +143,7 @@ def _greedy_call(fn: Callable, inputs: dict[str, Any]) -> tuple[Any, list[int]]:
 
 def _greedy_reference(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
     model = _scripted_model(inputs)
-    hypotheses = resolve("attn_course.decoding.greedy_decode")(
+    hypotheses = resolve("attn_course.models.decoding.greedy_decode")(
         model,
         inputs["src"],
         inputs["src_valid_lens"],
@@ -328,7 +328,7 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
             "`torch.full((batch_size,), bos, dtype=torch.long)` at the start, then the argmax.",
         ),
     ],
-    package=["attn_course.decoding.greedy_decode", "attn_course.decoding.beam_search"],
+    package=["attn_course.models.decoding.greedy_decode", "attn_course.models.decoding.beam_search"],
 )
 
 
@@ -365,7 +365,7 @@ def _beam_step(
     largest: bool = True,
     multiply: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One beam-search step as attn_course.decoding's beam search takes it, and known-wrong variants."""
+    """One beam-search step as attn_course.models.decoding's beam search takes it, and known-wrong variants."""
     scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
     b, _, v = log_probs.shape
     candidates = scores[:, :, None] + log_probs if add else log_probs
@@ -505,7 +505,7 @@ def _beam_search_call(fn: Callable, inputs: dict[str, Any]) -> Any:
 
 
 def _beam_search_reference(inputs: dict[str, Any]) -> list[list[int]]:
-    hypotheses = resolve("attn_course.decoding.beam_search")(
+    hypotheses = resolve("attn_course.models.decoding.beam_search")(
         _scripted_model(inputs),
         inputs["src"],
         inputs["src_valid_lens"],
@@ -519,7 +519,7 @@ def _beam_search_reference(inputs: dict[str, Any]) -> list[list[int]]:
 
 
 def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
-    """Beam search for sentence i alone, as attn_course.decoding.beam_search does it, or with one bug
+    """Beam search for sentence i alone, as attn_course.models.decoding.beam_search does it, or with one bug
     (`kind`): the known-wrong variants of ch6.q3. Each sentence's search is independent of the others'."""
     model, eos, k, alpha = _scripted_model(inputs), inputs["eos"], inputs["beam_size"], inputs["alpha"]
     with torch.no_grad():
@@ -752,5 +752,5 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
             "candidates as (batch_size, beam_size * vocab_size) before topk.",
         ),
     ],
-    package=["attn_course.decoding.beam_search"],
+    package=["attn_course.models.decoding.beam_search"],
 )

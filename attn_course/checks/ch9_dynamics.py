@@ -2,8 +2,8 @@
 a small trained model position by position (ch9.q1), and the decay constant k of scheduled sampling's
 inverse sigmoid that puts the teacher-forcing ratio at one half on a chosen step (ch9.q2).
 
-Each exercise is an `Exercise` with its cases, its reference (`attn_course.evaluation.accuracy_by_position`;
-the decay `attn_course.training.inverse_sigmoid_decay`) and the known-wrong variants that name a learner's
+Each exercise is an `Exercise` with its cases, its reference (`attn_course.measure.evaluation.accuracy_by_position`;
+the decay `attn_course.training.loop.inverse_sigmoid_decay`) and the known-wrong variants that name a learner's
 likely mistake; an answer that calls the package's versions is refused by `Exercise` itself.
 """
 
@@ -47,27 +47,27 @@ TENSOR_NUMBER_HINT = ErrorHint(
 _TASK = {"num_pairs": 800, "min_len": 4, "max_len": 9, "vocab_size": 12, "seed": 0}
 _SIZES = {"embed_size": 16, "decoder_hiddens": 32}
 _TRAINING = {"epochs": 5, "batch_size": 32, "lr": 1e-2}
-_EXPOSURE_PACKAGE = ["attn_course.evaluation.accuracy_by_position", "attn_course.dynamics.exposure"]
+_EXPOSURE_PACKAGE = ["attn_course.measure.evaluation.accuracy_by_position", "attn_course.course.dynamics.exposure"]
 #: Package functions that do the decoding an answer must write (calling one is refused too).
-_EXPOSURE_AVOID = ["attn_course.training.scheduled_sampling_logits", "attn_course.decoding.greedy_decode"]
+_EXPOSURE_AVOID = ["attn_course.training.loop.scheduled_sampling_logits", "attn_course.models.decoding.greedy_decode"]
 
 
 @functools.cache
 def _exposure_task() -> Any:
-    return resolve("attn_course.chapters.reversal_data")(**_TASK)
+    return resolve("attn_course.course.chapters.reversal_data")(**_TASK)
 
 
 @functools.cache
 def _exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """(ModelConfig as a dict, state_dict) of the ch9.q1 model, trained or as built; the same numbers each
     time (seed 0), and the caller's random state left as it was."""
-    chapters, training = resolve("attn_course.chapters"), resolve("attn_course.training")
+    chapters, training = resolve("attn_course.course.chapters"), resolve("attn_course.training.loop")
     data = _exposure_task()
     config = chapters.variant_config("bahdanau", data, chapters.Recipe(**_SIZES))
     threads = torch.get_num_threads()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = resolve("attn_course.seq2seq.Seq2Seq").from_config(config)
+        model = resolve("attn_course.models.seq2seq.Seq2Seq").from_config(config)
         if trained:
             loader = data.loader(data.train, _TRAINING["batch_size"], shuffle=True, seed=0)
             torch.set_num_threads(1)             # small matrices: one thread is fastest, and never waits
@@ -81,8 +81,8 @@ def _exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Te
 
 def _exposure_model(inputs: dict[str, Any]) -> Any:
     """A fresh copy of the case's model, in eval mode and the case's dtype, on the CPU."""
-    config = resolve("attn_course.seq2seq.ModelConfig")(**inputs["config"])
-    model = resolve("attn_course.seq2seq.Seq2Seq").from_config(config)
+    config = resolve("attn_course.models.seq2seq.ModelConfig")(**inputs["config"])
+    model = resolve("attn_course.models.seq2seq.Seq2Seq").from_config(config)
     model.load_state_dict(inputs["state_dict"])
     return model.to(inputs["state_dict"]["decoder.output.weight"].dtype).eval()
 
@@ -93,7 +93,7 @@ def _exposure_case(spec: dict[str, Any]) -> Case:
     picked = torch.randperm(len(data.test), generator=gen)[:size].tolist()
     config, state = _exposure_weights(spec["model"] == "trained")
     dtype = {"float32": torch.float32, "float64": torch.float64}[spec["dtype"]]
-    batch = resolve("attn_course.data.make_batch")([data.test[i] for i in picked], data.src_vocab,
+    batch = resolve("attn_course.data.tasks.make_batch")([data.test[i] for i in picked], data.src_vocab,
                                                    data.tgt_vocab)
     inputs = {"config": config, "state_dict": {k: v.to(dtype) if v.is_floating_point() else v
                                                for k, v in state.items()},
@@ -104,7 +104,7 @@ def _exposure_case(spec: dict[str, Any]) -> Case:
 
 
 def _batch(inputs: dict[str, Any]) -> Any:
-    return resolve("attn_course.data.Batch")(**inputs["batch"])
+    return resolve("attn_course.data.tasks.Batch")(**inputs["batch"])
 
 
 def _exposure_call(answer: Any, inputs: dict[str, Any]) -> Any:
@@ -113,7 +113,7 @@ def _exposure_call(answer: Any, inputs: dict[str, Any]) -> Any:
 
 def _reference_exposure(inputs: dict[str, Any], free_running: bool = True) -> tuple[list[float], list[int]]:
     data = _exposure_task()
-    accuracy, count = resolve("attn_course.evaluation.accuracy_by_position")(
+    accuracy, count = resolve("attn_course.measure.evaluation.accuracy_by_position")(
         _exposure_model(inputs), [data.test[i] for i in inputs["picked"]], data, free_running=free_running)
     return accuracy, count
 
@@ -140,7 +140,7 @@ def _exposure_variant(kind: str) -> Callable[[dict[str, Any]], Any]:
         if kind == "bos":
             logits = _fed_bos(model, batch)
         else:
-            logits = resolve("attn_course.training.scheduled_sampling_logits")(
+            logits = resolve("attn_course.training.loop.scheduled_sampling_logits")(
                 model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.0)
         predicted, target = logits.argmax(-1), batch.tgt_in if kind == "tgt_in" else batch.tgt_out
         real = torch.arange(target.shape[1])[None] < batch.tgt_valid_lens[:, None]
@@ -174,7 +174,7 @@ def free_running_accuracy(model, batch):
     """Next-word accuracy at every target position when each decoder step is fed the model's own
     previous word (its argmax), never the reference; greedy decoding that never stops early.
 
-    model: a trained Seq2Seq in eval mode; batch: an attn_course.data.Batch with src (B, S),
+    model: a trained Seq2Seq in eval mode; batch: an attn_course.data.tasks.Batch with src (B, S),
     src_valid_lens (B,), tgt_in (B, T) = <bos> y_1 ..., tgt_out (B, T) = y_1 ... <eos>, tgt_valid_lens (B,).
     Step 0 reads <bos>; step t > 0 reads the argmax of step t - 1's logits (Bengio et al. 2015).
     Returns (accuracy, count): two lists of T Python numbers; count[t] (an int) is how many sentences
@@ -284,7 +284,7 @@ def _ratio(step: int, k: Any) -> Any:
         return f"k = {k}, not a positive decay constant"
     if step / k > 700:                     # the decay is 0 to every digit there (and exp would overflow)
         return 0.0
-    return resolve("attn_course.training.inverse_sigmoid_decay")(step, k=float(k))
+    return resolve("attn_course.training.loop.inverse_sigmoid_decay")(step, k=float(k))
 
 
 def _half_way_call(answer: Any, inputs: dict[str, Any]) -> list[Any]:

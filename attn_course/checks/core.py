@@ -476,7 +476,7 @@ class _CallWatch:
         sys.setprofile(self.previous)
 
 
-#: The message of a package function switched off in the grading sandbox (attn_course.grading.sandbox_child).
+#: The message of a package function switched off in the grading sandbox (attn_course_tools.grading.sandbox_child).
 _SWITCHED_OFF = re.compile(r"^(\S+) is switched off while grading")
 
 
@@ -891,7 +891,7 @@ class Exercise:
 
 
 def resolve(dotted: str) -> Any:
-    """The module or object behind a dotted name, e.g. 'attn_course.masking.sequence_mask'."""
+    """The module or object behind a dotted name, e.g. 'attn_course.attention.masking.sequence_mask'."""
     import importlib
 
     try:

@@ -109,7 +109,7 @@ def finite_masked_softmax(
 
 def package_attention(name: str, *args: Any) -> nn.Module:
     """The package's attention layer `name` (e.g. "AdditiveAttention") built from `args`, in eval mode."""
-    return getattr(resolve("attn_course.attention"), name)(*args).eval()
+    return getattr(resolve("attn_course.attention.layers"), name)(*args).eval()
 
 
 def gru_params(gen: torch.Generator, dtype: torch.dtype, input_size: int, hidden: int) -> dict[str, Any]:

@@ -1,0 +1,3 @@
+"""Measuring a model: BLEU and the alignment metrics, evaluation passes over a test set,
+and the diagnostics of attention weights (entropy, crossings).
+"""

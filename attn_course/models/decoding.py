@@ -1,0 +1,350 @@
+"""Inference: batched greedy search and beam search, returning tokens and attention matrices.
+
+Both work on a padded batch of sentences of different lengths and stop each sentence at its own <eos>:
+finished sentences leave the batch (their rows are dropped from the decoder state), so they cost no more
+work. Every result carries the attention of each step, trimmed to the sentence's real source length.
+The searches opt into `attn_course.attention.fast` (the same results, computed faster): its additive scores while
+they run, and its index_select, which copies the encoder's outputs once when rows leave or are reordered.
+
+    hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
+    hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
+    translations = translate(model, ["the cat sleeps ."], src_vocab, tgt_vocab, beam_size=4)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from attn_course.attention import fast
+from attn_course.models.seq2seq import Seq2Seq
+from attn_course.training.runtime import eval_mode
+from attn_course.validation import check_int, check_positive_int, check_tensor, check_tokens, check_valid_lens
+
+LENGTH_NORMS = ("power", "gnmt")
+
+
+class Hypothesis(NamedTuple):
+    """One decoded sentence.
+
+    tokens:    generated token ids, without <bos> and <eos>.
+    attention: (T_i, S_i) float on the CPU, or None for a model without attention. Row t is the step that
+               predicted tokens[t] (Bahdanau's alpha_t, Luong's a_t); the last row is the <eos> step when
+               `finished`, so T_i = len(tokens) + finished. S_i is the sentence's real source length (its
+               <eos> included), so padding columns are cut.
+    score:     log p(tokens, <eos> | source) under the model (the <eos> term only when finished).
+    finished:  whether the sentence ended with <eos> (False: it hit max_len).
+    """
+
+    tokens: list[int]
+    attention: Tensor | None
+    score: float
+    finished: bool
+
+
+class Translation(NamedTuple):
+    """A translated sentence, as tokens: source (S_i tokens, <eos> included: the attention's columns),
+    target (without <eos>), attention (T_i, S_i) or None, score and finished as in Hypothesis."""
+
+    source: list[str]
+    target: list[str]
+    attention: Tensor | None
+    score: float
+    finished: bool
+
+
+def length_penalty(length: int, alpha: float, norm: str = "power") -> float:
+    """The divisor lp(L) of a hypothesis' log-probability in beam search: score / lp(L).
+
+    norm="power": lp(L) = L^alpha (d2l, sec. 10.8: (1/L^alpha) log P, alpha about 0.75);
+    norm="gnmt":  lp(L) = ((5 + L) / 6)^alpha (Wu et al. 2016, eq. 14).
+    L counts the generated tokens, <eos> included; alpha = 0 ranks by raw log-probability.
+    """
+    if norm == "power":
+        return float(length) ** alpha
+    if norm == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    raise ValueError(f"length_norm={norm!r}, expected one of {LENGTH_NORMS}")
+
+
+def _check_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                  max_len: int | None) -> list[int]:
+    """Validate the common arguments; return each sentence's most tokens (default 2 S_i + 10).
+
+    The default counts each sentence's own source length S_i, not the padded width, so a sentence's
+    result does not depend on the sentences it is batched with.
+    """
+    check_tokens("src", src)
+    check_tensor("src_valid_lens", src_valid_lens)
+    check_valid_lens(src_valid_lens, src.shape[0], None, src.shape[1], low=1, per_query=False, upper="S",
+                     name="src_valid_lens")
+    vocab_size = model.decoder.vocab_size
+    for name, value in (("bos", bos), ("eos", eos)):
+        check_int(name, value, low=0, high=vocab_size - 1)  # a token id
+    if max_len is None:
+        return [2 * int(n) + 10 for n in src_valid_lens.tolist()]
+    check_positive_int("max_len", max_len)  # the most tokens to generate
+    return [max_len] * src.shape[0]
+
+
+def _model_device(model: Seq2Seq) -> torch.device:
+    return next(model.parameters()).device
+
+
+@torch.no_grad()
+def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+                  max_len: int | None = None) -> list[Hypothesis]:
+    """Greedy search for a batch: at each step every unfinished sentence takes its most likely token.
+
+    src: (batch_size, S) long, right-padded; src_valid_lens: (batch_size,) long in [1, S].
+    max_len: the most tokens per sentence, <eos> included (default 2 S_i + 10, S_i its source length).
+    Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos> or its limit.
+    """
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.attention.fast)
+        return _greedy_search(model, src, src_valid_lens, bos, eos, limits)
+
+
+def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                   limits: list[int]) -> list[Hypothesis]:
+    """greedy_decode on checked arguments, the model in eval mode; limits: each sentence's most tokens."""
+    max_len = max(limits)
+    device = _model_device(model)
+    src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+    batch_size, num_keys = src.shape
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    has_attention = model.decoder.has_attention
+    tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
+    weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
+    scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
+    steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
+    limit = torch.tensor(limits, device=device)
+    active = torch.arange(batch_size, device=device)    # the sentences still being decoded
+    y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
+    for t in range(max_len):
+        logits, state, step_weights = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1)
+        y = log_probs.argmax(-1)
+        tokens[active, t] = y
+        scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
+        if has_attention:
+            weights[active, t] = step_weights.float()
+        done = (y == eos) | (limit[active] <= t + 1)
+        if bool(done.any()):
+            steps[active[done]] = t + 1
+            keep = (~done).nonzero()[:, 0]
+            if keep.numel() == 0:
+                break
+            # = state.index_select(keep), copying the encoder's outputs once (attn_course.attention.fast)
+            active, y, state = active[keep], y[keep], fast.index_select(state, keep)
+    return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
+
+
+def _greedy_results(tokens: Tensor, weights: Tensor | None, scores: Tensor, steps: Tensor,
+                    src_valid_lens: Tensor, eos: int) -> list[Hypothesis]:
+    """One Hypothesis per sentence. The tensors are read into Python (and off the GPU) once for the batch,
+    not once per sentence: with a thousand sentences, per-sentence reads cost as much as decoder steps."""
+    attention = None if weights is None else weights.float().cpu()
+    results = []
+    for i, (row, num_steps, score, src_len) in enumerate(zip(
+            tokens.tolist(), steps.tolist(), scores.tolist(), src_valid_lens.tolist(), strict=True)):
+        ids = row[:num_steps]
+        finished = ids[-1] == eos       # an unfinished sentence has no <eos> (it would have finished)
+        if finished:
+            ids.pop()
+        rows = None if attention is None else attention[i, :num_steps, :src_len]
+        results.append(Hypothesis(ids, rows, score, finished))
+    return results
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+                max_len: int | None = None, beam_size: int = 4, length_penalty_alpha: float = 0.75,
+                length_norm: str = "power") -> list[Hypothesis]:
+    """Beam search for a batch: keep the beam_size most likely prefixes of every sentence.
+
+    src: (batch_size, S) long, right-padded; src_valid_lens: (batch_size,) long in [1, S].
+    Each step extends every live prefix by every token and keeps, per sentence, the beam_size best
+    continuations that do not end in <eos>; a continuation ending in <eos> among the beam_size best
+    becomes a finished hypothesis. A sentence stops when it has beam_size finished hypotheses (or at
+    max_len, when its live prefixes join the candidates) and leaves the batch. The result is the
+    candidate with the best log P / lp(L), lp from `length_penalty` (alpha = length_penalty_alpha, L the
+    number of generated tokens with <eos>). beam_size=1 is exactly greedy search.
+    Returns one Hypothesis per sentence, in order.
+    """
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    check_positive_int("beam_size", beam_size)
+    if length_norm not in LENGTH_NORMS:
+        raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
+    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.attention.fast)
+        return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size,
+                            length_penalty_alpha, length_norm)
+
+
+class _Candidate(NamedTuple):
+    """A hypothesis beam search may return: log P / lp(L), log P, tokens, attention rows (T, S), finished."""
+
+    normalised: float
+    score: float
+    tokens: list[int]
+    attention: Tensor | None
+    finished: bool
+
+
+def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                 limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
+    """beam_search on checked arguments, the model in eval mode; K: the beam size."""
+    device = _model_device(model)
+    src, src_valid_lens = src.to(device), src_valid_lens.to(device)
+    batch_size, num_keys = src.shape
+    vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = fast.index_select(state, torch.arange(batch_size, device=device).repeat_interleave(K))
+    # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
+    beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
+    beam_scores[:, 0] = 0.0                              # all K rows start equal: expand only the first
+    history = torch.empty(batch_size * K, 0, dtype=torch.long, device=device)
+    attention = torch.empty(batch_size * K, 0, num_keys, device=device) if has_attention else None
+    sentences = list(range(batch_size))                  # the sentences still in the batch, in row order
+    finished: list[list[_Candidate]] = [[] for _ in range(batch_size)]      # per sentence
+    y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
+    num_candidates = min(2 * K, K * vocab_size)
+    for t in range(max(limits)):
+        logits, state, step_weights = model.decoder.step(y, state)
+        n, penalty = len(sentences), length_penalty(t + 1, alpha, norm)
+        log_probs = F.log_softmax(logits.float(), dim=-1).double()
+        candidates = (beam_scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
+        top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
+        top_beam, top_token = top_index // vocab_size, top_index % vocab_size
+        rows = torch.arange(n, device=device)[:, None] * K + top_beam             # source rows (n, 2K)
+        if has_attention:
+            step_weights = step_weights.float()
+        is_eos = top_token == eos
+        for b, candidate in _eos_candidates(is_eos, top_scores, rows, history, attention, step_weights, K,
+                                            penalty):
+            finished[sentences[b]].append(candidate)
+        # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
+        order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
+        keep_rows = rows.gather(1, order).view(-1)
+        beam_scores = top_scores.gather(1, order)
+        history = torch.cat([history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
+        if attention is not None:
+            attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
+        state = fast.index_select(state, keep_rows)
+        y = history[:, -1]
+        at_limit = [limits[s] <= t + 1 for s in sentences]
+        done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
+        if any(at_limit):                  # at its limit, a sentence's live prefixes join the candidates
+            room = [max(0, K - len(finished[s])) if at_limit[b] else 0 for b, s in enumerate(sentences)]
+            for b, candidate in _live_candidates(room, beam_scores, history, attention, penalty):
+                finished[sentences[b]].append(candidate)
+        if any(done):
+            keep = [b for b in range(n) if not done[b]]
+            if not keep:
+                break
+            index = torch.tensor(keep, device=device)
+            row_index = (index[:, None] * K + torch.arange(K, device=device)).view(-1)
+            sentences = [sentences[b] for b in keep]
+            beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
+            attention = None if attention is None else attention[row_index]
+            state = fast.index_select(state, row_index)
+    return _best_hypotheses(finished, src_valid_lens)
+
+
+def _eos_candidates(is_eos: Tensor, top_scores: Tensor, rows: Tensor, history: Tensor,
+                    attention: Tensor | None, step_weights: Tensor | None, K: int,
+                    penalty: float) -> list[tuple[int, _Candidate]]:
+    """The finished hypotheses of one step, as (batch position b, candidate) pairs: the <eos>
+    continuations among each sentence's K best that have a finite score.
+
+    is_eos, top_scores, rows: (n, 2K), each sentence's best continuations, whether they are <eos>, their
+    scores and the live rows they extend; history (n K, t); attention (n K, t, S) or None; step_weights
+    (n K, S) or None. The hits are read into Python together (on a GPU, one wait, not one per hypothesis).
+    """
+    hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
+    if not hits.numel():
+        return []
+    hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
+    hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
+    hit_attention = (None if attention is None
+                     else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
+    return [(b, _Candidate(score / penalty, score, hit_tokens[i],
+                           None if hit_attention is None else hit_attention[i], True))
+            for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True))]
+
+
+def _live_candidates(room: list[int], beam_scores: Tensor, history: Tensor, attention: Tensor | None,
+                     penalty: float) -> list[tuple[int, _Candidate]]:
+    """Unfinished hypotheses, as (batch position b, candidate) pairs: the first room[b] live prefixes of
+    sentence b with a finite score, best first (room 0 for a sentence not at its limit).
+
+    beam_scores: (n, K); history: (n K, t); attention: (n K, t, S) or None.
+    """
+    live_scores, live_tokens = beam_scores.tolist(), history.tolist()
+    K = beam_scores.shape[1]
+    candidates = []
+    for b, scores in enumerate(live_scores):
+        for k in [k for k in range(K) if math.isfinite(scores[k])][:room[b]]:
+            row = b * K + k
+            candidates.append((b, _Candidate(scores[k] / penalty, scores[k], live_tokens[row],
+                                              None if attention is None else attention[row], False)))
+    return candidates
+
+
+def _best_hypotheses(finished: list[list[_Candidate]], src_valid_lens: Tensor) -> list[Hypothesis]:
+    """Each sentence's best candidate by log P / lp(L), its attention cut to the sentence's source length."""
+    best = [max(candidates, key=lambda c: c.normalised) for candidates in finished]
+    attention_rows = _to_cpu([None if c.attention is None else c.attention[:, :n]
+                              for c, n in zip(best, src_valid_lens.tolist(), strict=True)])
+    return [Hypothesis(c.tokens, rows, float(c.score), c.finished)
+            for c, rows in zip(best, attention_rows, strict=True)]
+
+
+def _to_cpu(tensors: list[Tensor | None]) -> list[Tensor | None]:
+    """Float32 CPU copies of tensors of different shapes, moved off the device in one transfer."""
+    if not tensors or tensors[0] is None:
+        return tensors
+    flat = torch.cat([t.reshape(-1) for t in tensors]).float().cpu()
+    parts = flat.split([t.numel() for t in tensors])
+    return [part.view(t.shape) for part, t in zip(parts, tensors, strict=True)]
+
+
+def translate(model: Seq2Seq, sentences: Sequence[str | Sequence[str]], src_vocab, tgt_vocab, *,
+              beam_size: int = 1, max_len: int | None = None, batch_size: int = 128,
+              length_penalty_alpha: float = 0.75, length_norm: str = "power") -> list[Translation]:
+    """Translate sentences (strings split on whitespace, or token lists) with greedy (beam_size=1) or beam
+    search, in batches of similar length on the model's device; results in the input order.
+
+    src_vocab / tgt_vocab: attn_course.data.tasks.Vocab (unknown source tokens become <unk>).
+    """
+    if isinstance(sentences, str):
+        raise ValueError("sentences is one str, expected a list of sentences (wrap it: [sentence])")
+    token_lists = [s.split() if isinstance(s, str) else list(s) for s in sentences]
+    for i, tokens in enumerate(token_lists):
+        if not tokens or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"sentences[{i}] is {sentences[i]!r}, expected a non-empty list of str tokens")
+    check_positive_int("batch_size", batch_size)
+    order = sorted(range(len(token_lists)), key=lambda i: len(token_lists[i]))
+    results: list[Translation | None] = [None] * len(token_lists)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        ids = [src_vocab[token_lists[i]] + [src_vocab.eos] for i in chunk]
+        width = max(len(row) for row in ids)
+        src = torch.tensor([row + [src_vocab.pad] * (width - len(row)) for row in ids], dtype=torch.long)
+        lens = torch.tensor([len(row) for row in ids], dtype=torch.long)
+        if beam_size == 1:
+            hyps = greedy_decode(model, src, lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos, max_len=max_len)
+        else:
+            hyps = beam_search(model, src, lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos, max_len=max_len,
+                               beam_size=beam_size, length_penalty_alpha=length_penalty_alpha,
+                               length_norm=length_norm)
+        for i, row, hyp in zip(chunk, ids, hyps, strict=True):
+            source = fast.to_tokens(src_vocab, row)      # unknown words as <unk>, then <eos>
+            target = list(fast.to_tokens(tgt_vocab, hyp.tokens)) if hyp.tokens else []
+            results[i] = Translation(source, target, hyp.attention, hyp.score, hyp.finished)
+    return results

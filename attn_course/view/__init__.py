@@ -1,0 +1,2 @@
+"""Looking at attention: static plots and the interactive widgets.
+"""

@@ -1,0 +1,375 @@
+"""The `attn-course` command line: ``attn-course grade SUBMISSION... --out grades.csv``,
+``attn-course gradescope --out autograder.zip`` for a Gradescope autograder that grades the same way, and
+``attn-course release --out DIR`` for the exercise notebooks of graded work (model answers off).
+
+Until the console script is installed, run it as ``python -m attn_course_tools.cli grade ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from attn_course import checks
+from attn_course_tools.grading import (
+    FORMATS,
+    Identities,
+    IdentityError,
+    Limits,
+    Roster,
+    SubmissionGrade,
+    check_hidden,
+    collect,
+    grade,
+    gradebook_rows,
+)
+from attn_course_tools.grading.batch import default_jobs
+from attn_course_tools.grading.gradescope import VISIBILITIES, build_bundle, torch_version
+from attn_course_tools.grading.identity import RULES
+from attn_course_tools.grading.release import build_release
+from attn_course_tools.grading.report import report_paths
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attn-course", description="Tools for the attention course.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_grade(commands)
+    _add_hidden_template(commands)
+    _add_gradescope(commands)
+    _add_release(commands)
+    return parser
+
+
+def _add_grade(commands: argparse._SubParsersAction) -> None:
+    """The `grade` command: what to grade, where to write, and the limits of each submission's process."""
+    # One declaration per option, as argparse wants them: long, but there is nothing to split.
+    g = commands.add_parser(
+        "grade",
+        help="grade exercise notebooks with the course's checks, safely",
+        description="Grade exercise notebooks: each runs in a fresh, limited process; the course's own "
+        "checks judge the results. Writes a gradebook (one row per student, one column per exercise, "
+        "total; or Canvas's or Moodle's import format) and one Markdown feedback file per student. "
+        "Grades are remembered: running it again on the same folder grades only new or changed "
+        "submissions. The submissions are only read.",
+    )
+    g.add_argument(
+        "submissions", nargs="+", metavar="SUBMISSION", help="notebook files, or folders of .ipynb files"
+    )
+    g.add_argument("--out", required=True, type=Path, help="the CSV gradebook to write")
+    g.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default="csv",
+        help="the gradebook's form: the course's CSV (default), Canvas's gradebook import (a column per "
+        "exercise) or Moodle's offline grading worksheet (one total grade and a feedback comment)",
+    )
+    g.add_argument(
+        "--roster",
+        type=Path,
+        default=None,
+        help="CSV of the class, one student id a line, optionally a name: every student on it gets a "
+        "row (0, 'no submission' if nothing came); students not on it are listed",
+    )
+    g.add_argument(
+        "--feedback",
+        type=Path,
+        default=None,
+        help="folder for the per-student feedback files (default: OUT's name + _feedback)",
+    )
+    g.add_argument(
+        "--hidden",
+        type=Path,
+        default=None,
+        help='JSON with extra test inputs kept out of the student release: {"ch1.q2": {"seeds": '
+        '[101, 102], "cases": [{"num_keys": 9, "dtype": "float64"}]}}',
+    )
+    g.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="grade these chapters' exercises (repeatable; default: those the notebooks answer)",
+    )
+    g.add_argument(
+        "--id-from",
+        choices=(*RULES, "stem"),
+        default="auto",
+        help="student ids: from each file's folder, its file name (or 'stem'), nbgrader's, Canvas's or "
+        "Moodle's layout, or metadata.attn_course.student; auto (default) picks from the layout and "
+        "says which",
+    )
+    g.add_argument(
+        "--jobs",
+        type=int,
+        default=default_jobs(),
+        help="submissions graded at once, each in its own limited process (default: the cores, %(default)s)",
+    )
+    g.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="folder of remembered grades (default: OUT's name + _cache); a submission is graded again "
+        "only if it, the checks or the hidden inputs changed",
+    )
+    g.add_argument("--force", action="store_true", help="grade every submission again, ignoring the cache")
+    defaults = Limits()
+    g.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=defaults.cell_timeout,
+        help="seconds per exercise cell and per call of a learner's function (default %(default)s)",
+    )
+    g.add_argument(
+        "--total-timeout",
+        type=float,
+        default=defaults.total_timeout,
+        help="seconds per submission, all of it (default %(default)s)",
+    )
+    g.add_argument(
+        "--memory-mb",
+        type=int,
+        default=defaults.memory_mb,
+        help="address-space limit of the process running a submission (default %(default)s)",
+    )
+    g.add_argument(
+        "--max-output-kb",
+        type=int,
+        default=defaults.max_output_kb,
+        help="most a cell may print (default %(default)s)",
+    )
+    g.add_argument("--quiet", action="store_true", help="print only the summary line")
+
+
+def _add_hidden_template(commands: argparse._SubParsersAction) -> None:
+    """The `hidden-template` command: a --hidden file to start from."""
+    t = commands.add_parser(
+        "hidden-template",
+        help="print a --hidden file to start from: every exercise with the keys its cases accept",
+        description="Print a JSON template for `grade --hidden`: for each exercise, extra seeds (each reruns "
+        "every shipped case with that seed) and one extra case showing every key a case accepts, with its "
+        "default value. Edit it, keep it out of the student release, and pass it to `grade --hidden`.",
+    )
+    t.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="only these chapters (repeatable)",
+    )
+
+
+def _add_gradescope(commands: argparse._SubParsersAction) -> None:
+    """The `gradescope` command: an autograder zip that grades each Gradescope submission like `grade`."""
+    s = commands.add_parser(
+        "gradescope",
+        help="build a Gradescope autograder zip that grades each submission like `grade`",
+        description="Build an autograder zip for a Gradescope programming assignment: setup.sh installs "
+        "Python and torch's CPU build (on Gradescope, which has internet), run_autograder grades every "
+        "notebook a student uploads with the course's checks, in the same sandboxes, and reports one test "
+        "per exercise with the message `grade` writes in its feedback files.",
+    )
+    s.add_argument("--out", required=True, type=Path, help="the zip to write, e.g. autograder.zip")
+    s.add_argument(
+        "--hidden",
+        type=Path,
+        default=None,
+        help="JSON with extra test inputs, as for `grade --hidden`; shipped in the zip as hidden.json",
+    )
+    s.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="grade every submission on these chapters' exercises (repeatable; default: those each "
+        "notebook answers)",
+    )
+    s.add_argument(
+        "--visibility",
+        choices=VISIBILITIES,
+        default="visible",
+        help="when students see their results and each exercise's test (Gradescope's settings; default "
+        "%(default)s)",
+    )
+
+
+def _add_release(commands: argparse._SubParsersAction) -> None:
+    """The `release` command: the exercise notebooks for graded work, model answers off."""
+    r = commands.add_parser(
+        "release",
+        help="write the exercise notebooks for graded work (solution() off) and a README for the instructor",
+        description="Write the course's exercise notebooks for graded work: the set-up cell asks for "
+        "graded mode (`checks.chapter(N, graded=True)`: solution() says solutions are off), the "
+        "`# qK.solution()` lines are removed, markers, checks and hints are kept so `attn-course grade` "
+        "grades them as usual. Also writes README.md for the instructor.",
+    )
+    r.add_argument("--out", required=True, type=Path, help="the folder to write the notebooks to")
+    r.add_argument(
+        "--chapter",
+        type=int,
+        action="append",
+        choices=checks.chapters(),
+        help="only these chapters (repeatable; default: all)",
+    )
+
+
+def _release(args: argparse.Namespace) -> int:
+    """Write the release; print what was written."""
+    try:
+        paths = build_release(args.out, chapters=args.chapter)
+    except (OSError, ValueError) as exc:
+        print(f"attn-course release: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(paths)} notebooks for graded work and README.md to {args.out}/:")
+    print("\n".join(f"  {p.name}" for p in paths))
+    return 0
+
+
+def hidden_template(chapters: Sequence[int] | None) -> dict:
+    """What `attn-course hidden-template` prints: two extra seeds and one extra case per exercise."""
+    return {
+        exercise.key: {"seeds": [1001, 1002], "cases": [dict(exercise.defaults, seed=1003)]}
+        for chapter in (chapters or checks.chapters())
+        for exercise in checks.chapter(chapter)
+    }
+
+
+def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Roster | None, Limits]:
+    """The --hidden inputs, the --roster and the limits; ValueError says which option is wrong."""
+    hidden, roster = _read_hidden(args.hidden), None
+    if args.roster is not None:
+        roster = Roster.read(args.roster)  # RosterError names the file and line
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    limits = Limits(
+        cell_timeout=args.cell_timeout,
+        total_timeout=args.total_timeout,
+        memory_mb=args.memory_mb,
+        max_output_kb=args.max_output_kb,
+    )
+    return hidden, roster, limits
+
+
+def _read_hidden(path: Path | None) -> dict | None:
+    """The --hidden inputs, checked; ValueError names the file and what is wrong."""
+    if path is None:
+        return None
+    try:
+        return check_hidden(json.loads(path.read_text()))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--hidden {path}: {exc}") from exc
+
+
+def _gradescope(args: argparse.Namespace) -> int:
+    """Build the autograder zip; print where it is and what it holds."""
+    try:
+        hidden = _read_hidden(args.hidden)
+    except ValueError as exc:
+        print(f"attn-course gradescope: {exc}", file=sys.stderr)
+        return 2
+    path = build_bundle(args.out, hidden=hidden, chapters=args.chapter, visibility=args.visibility)
+    with zipfile.ZipFile(path) as bundle:
+        names = bundle.namelist()
+    package = [n for n in names if n.startswith("attn_course/")]
+    print(f"wrote {path} ({path.stat().st_size // 1024} KB), to upload to Gradescope as it is:")
+    print("\n".join(f"  {n}" for n in names if n not in package))
+    print(f"  attn_course/ ({len(package)} .py files)")
+    chapters = ", ".join(map(str, args.chapter)) if args.chapter else "those each notebook answers"
+    print(
+        f"grades chapters: {chapters}; hidden inputs: {'yes' if hidden is not None else 'no'}; visibility: "
+        f"{args.visibility}; setup.sh installs torch {torch_version()} (CPU) on Gradescope"
+    )
+    return 0
+
+
+def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str) -> list[str]:
+    """What the command prints after grading: the roster's students without a row, those not on it."""
+    lines = []
+    if roster is not None:
+        rows = gradebook_rows(results, roster, rule)
+        for note in ("no submission", "not on the roster"):
+            found = [row.student for row in rows if row.note == note]
+            if found:
+                lines.append(f"{note} ({len(found)}): {', '.join(found)}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 when the gradebook was written)."""
+    args = _parser().parse_args(argv)
+    if args.command == "hidden-template":
+        print(json.dumps(hidden_template(args.chapter), indent=2))
+        return 0
+    if args.command == "gradescope":
+        return _gradescope(args)
+    if args.command == "release":
+        return _release(args)
+    try:
+        hidden, roster, limits = _read_inputs(args)
+    except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 2
+    paths = collect(args.submissions)
+    if not paths:
+        print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
+        return 2
+    rule = "auto"
+
+    def announce(identities: Identities) -> None:
+        nonlocal rule
+        rule = identities.rule
+        print("\n".join(identities.summary()), flush=True)
+
+    def report(result: SubmissionGrade) -> None:
+        if not args.quiet:
+            points = f"{result.total}/{len(result.exercises)}"
+            took = "cached" if result.cached else f"{result.seconds:.1f} s"
+            print(f"{result.student:<24} {points:>6}  {took:>8}  {result.path}", flush=True)
+
+    # The checks' tensors are tiny: extra threads only add overhead (and the sandboxes use one thread too).
+    torch.set_num_threads(1)
+    started = time.monotonic()
+    cache = args.cache or args.out.with_name(f"{args.out.stem}_cache")
+    try:
+        results = grade(
+            paths,
+            out=args.out,
+            feedback=args.feedback,
+            hidden=hidden,
+            chapters=args.chapter,
+            limits=limits,
+            id_from=args.id_from,
+            roster=roster,
+            format=args.format,
+            jobs=args.jobs,
+            cache=cache,
+            force=args.force,
+            announce=announce,
+            progress=report,
+        )
+    except IdentityError as exc:  # raised before anything is graded: the files to sort out, no traceback
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 2
+    elapsed = time.monotonic() - started
+    feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
+    cached = sum(r.cached for r in results)
+    print("\n".join(_summary(results, roster, rule)))
+    print(
+        f"graded {len(results) - cached} submissions and reused {cached} remembered grades in "
+        f"{elapsed:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
+        f"gradebook {args.out} ({args.format}), feedback in {feedback}/, cache in {cache}/"
+    )
+    paths = report_paths(args.out)
+    figure = f", chart {paths.figure}" if paths.figure.exists() else " (no named mistake to chart)"
+    print(f"class report {paths.markdown} and {paths.csv}{figure}; similarity report {paths.similarity}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Remember grades between runs, so that grading a folder again regrades only new or changed submissions.
+
+A grade is stored under a key made of everything it depends on: the submission's bytes (sha256), the
+grader's version (every source file of the package, which holds the checks and their references, and
+torch's version), the instructor's hidden inputs for the exercises graded, the exercises and the limits.
+Change any of them and the key changes, so a stale grade is never read back; `--force` regrades all.
+The cache is a folder of small JSON files, one per key, each written whole (written aside, then renamed),
+so an interrupted run leaves only complete entries and the next run picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import attn_course
+from attn_course_tools.grading.records import Limits, SubmissionGrade
+
+#: The cache entries' format; part of every key, so a new format never reads an old entry.
+FORMAT = "attn_course.grade-cache/1"
+
+#: Messages that say the grader, not the submission, could not finish (or the file changed under it): such
+#: grades are not remembered, so the next run tries again.
+_NOT_REMEMBERED = ("the grading sandbox failed", "total time limit", "changed while it was being graded")
+
+
+def grader_version() -> str:
+    """A digest of what judges a submission: the package's source (checks, references, grader) and torch."""
+    root = Path(attn_course.__file__).resolve().parent
+    digest = hashlib.sha256(f"{FORMAT} torch {torch.__version__}".encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file's bytes (the same digest the grade records); '' if it cannot be read."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+class GradeCache:
+    """The grades of earlier runs in `folder`, valid for one grader version (see the module's docstring)."""
+
+    def __init__(self, folder: str | Path, version: str | None = None) -> None:
+        self.folder = Path(folder)
+        self.version = version if version is not None else grader_version()
+
+    def key(
+        self, digest: str, keys: Sequence[str], hidden: Mapping[str, Any] | None, limits: Limits
+    ) -> str:
+        """The entry's name for a submission with sha256 `digest` graded on `keys` with these inputs."""
+        hidden_used = {k: hidden[k] for k in keys if hidden is not None and k in hidden}
+        what = {
+            "format": FORMAT,
+            "grader": self.version,
+            "submission": digest,
+            "exercises": list(keys),
+            "hidden": hidden_used,
+            "limits": asdict(limits),
+        }
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    def load(self, key: str, path: Path, student: str) -> SubmissionGrade | None:
+        """The remembered grade under `key`, for `path` of `student`; None if there is none (or it is
+        unreadable: then it is simply graded again)."""
+        try:
+            data = json.loads((self.folder / f"{key}.json").read_text())
+            return SubmissionGrade.from_json(data, path, student)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def store(self, key: str, result: SubmissionGrade, digest: str) -> bool:
+        """Remember `result` under `key`, unless the file changed while it was graded (its digest is not
+        `digest`) or the grader could not finish it; whether it was stored."""
+        messages = [g.message for g in result.exercises.values()] + result.notes
+        if result.sha256 != digest or any(m in text for m in _NOT_REMEMBERED for text in messages):
+            return False
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(result.to_json(), f)
+        os.replace(tmp, self.folder / f"{key}.json")
+        return True

@@ -1,0 +1,148 @@
+"""The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades.
+
+`Step` is the one thing that crosses the sandbox's boundary both ways (in the job the grader writes, in the
+journal the sandbox writes back): `Step.to_json` and `Step.from_json` are its only serialisation.
+`SubmissionGrade.to_json` and `from_json` are how the grade cache (`attn_course_tools.grading.cache`) stores one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from attn_course.validation import check_int, check_number, check_positive_int
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Seconds, megabytes, kilobytes as the names say.
+
+    cell_timeout: each exercise cell, and each call of the learner's code on one case;
+    total_timeout: the whole submission, restarts included;
+    memory_mb: the sandbox's address space (RLIMIT_AS; importing torch alone maps about 3.5 GB);
+    max_output_kb: what one cell or call may print; max_file_mb: the largest file the sandbox may write;
+    max_notebook_mb: the largest notebook file the grader reads.
+    """
+
+    cell_timeout: float = 10.0
+    total_timeout: float = 120.0
+    memory_mb: int = 6144
+    max_output_kb: int = 1024
+    max_file_mb: int = 64
+    max_notebook_mb: int = 50
+
+    def __post_init__(self) -> None:
+        check_number("cell_timeout", self.cell_timeout, low=0, low_open=True)
+        check_number("total_timeout", self.total_timeout, low=0, low_open=True)
+        check_positive_int("memory_mb", self.memory_mb)
+        check_positive_int("max_output_kb", self.max_output_kb)
+        check_positive_int("max_file_mb", self.max_file_mb)
+        check_positive_int("max_notebook_mb", self.max_notebook_mb)
+
+
+StepKind = Literal["preamble", "cell", "call"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One timed step of a sandbox run: the chapter's set-up imports ("preamble"), one exercise cell
+    ("cell", with its 0-based index in the notebook), or the calls of one exercise's function on its cases
+    ("call", with the exercise's key). Use `Step.preamble()`, `Step.cell(index)`, `Step.call(key)`."""
+
+    kind: StepKind
+    index: int | None = None
+    key: str | None = None
+
+    @classmethod
+    def preamble(cls) -> Step:
+        return cls("preamble")
+
+    @classmethod
+    def cell(cls, index: int) -> Step:
+        return cls("cell", index=check_int("index", index, low=0))
+
+    @classmethod
+    def call(cls, key: str) -> Step:
+        return cls("call", key=key)
+
+    def to_json(self) -> dict[str, Any]:
+        """The step as JSON data: {"kind": "cell", "index": 3}, {"kind": "call", "key": "ch1.q1"}, ..."""
+        data: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "cell":
+            data["index"] = self.index
+        elif self.kind == "call":
+            data["key"] = self.key
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Step | None:
+        """The step `to_json` wrote; None for anything else (the journal is written where learner code runs,
+        so it may hold anything)."""
+        if not isinstance(data, dict):
+            return None
+        kind = data.get("kind")
+        if kind == "preamble":
+            return cls.preamble()
+        if kind == "cell":
+            try:
+                return cls.cell(data.get("index"))
+            except ValueError:
+                return None
+        if kind == "call" and isinstance(data.get("key"), str):
+            return cls.call(data["key"])
+        return None
+
+
+@dataclass
+class ExerciseGrade:
+    """One exercise of one submission: points (0 or 1), the verdict in words, and notes for the instructor.
+
+    mistake: the name of the known mistake (or known error) the checks recognised, None if none was named
+    (see `attn_course_tools.grading.judging.mistake_names`); the class report counts them.
+    """
+
+    key: str
+    name: str
+    points: int
+    status: str
+    message: str
+    notes: list[str] = field(default_factory=list)
+    mistake: str | None = None
+
+
+@dataclass
+class SubmissionGrade:
+    """One notebook: who, what each exercise got, and anything that went wrong while grading it.
+
+    cached: whether this grade was read from the grade cache instead of graded in this run.
+    """
+
+    path: Path
+    student: str
+    sha256: str
+    exercises: dict[str, ExerciseGrade]
+    notes: list[str]
+    seconds: float
+    cached: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(g.points for g in self.exercises.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """What the grade says about the notebook's content: everything but its path, student and `cached`,
+        which belong to the run that reads it back."""
+        return {
+            "sha256": self.sha256,
+            "exercises": [asdict(g) for g in self.exercises.values()],
+            "notes": list(self.notes),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path, student: str) -> SubmissionGrade:
+        """The grade `to_json` wrote, for the file `path` of `student`; marked `cached`."""
+        exercises = {g["key"]: ExerciseGrade(**g) for g in data["exercises"]}
+        notes, seconds = list(data["notes"]), data["seconds"]
+        return cls(path, student, data["sha256"], exercises, notes, seconds, cached=True)
