@@ -66,11 +66,12 @@ portability: env
 test: lint unit unit-slow notebooks portability
 
 # Every training chapter over 5 seeds x torch CPU kernels (default, avx2, the machine's best) x 1 and 2
-# threads: the spread of each claim, in attn_course/course/results/robustness.json and .md (about 4 hours on 2 cores).
-# `make robustness ARGS=--resume` keeps the runs already there and adds the missing ones.
+# threads: the spread of each claim, in attn_course/course/results/robustness.json and .md (hours:
+# docs/maintainers.md says how many). `make robustness ARGS=--resume` keeps the runs already there and
+# adds the missing ones.
 ARGS ?=
 robustness: env
-	$(BIN)/python -m attn_course_tools.robustness --out attn_course/course/results/robustness.json $(ARGS)
+	$(BIN)/python -m attn_course_tools.robustness --root . --out attn_course/course/results/robustness.json $(ARGS)
 
 # Benchmarks: ratios against the textbook (d2l-style) pipeline, measured in one run, and grading a class of
 # 300 students x 6 notebooks with 1 job and with every core (benchmarks/grading.py). Not part of `make test`.
@@ -82,17 +83,19 @@ bench: env
 gpu-check: env
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device')"
 	$(MAKE) --no-print-directory notebooks
-	$(BIN)/python -m attn_course_tools.robustness --device cuda --threads 1 --workers 1 --out attn_course/course/results/robustness-cuda.json
+	$(BIN)/python -m attn_course_tools.robustness --device cuda --threads 1 --workers 1 --root . \
+		--out attn_course/course/results/robustness-cuda.json
 	$(BIN)/python -m benchmarks.run --device cuda --out benchmarks/results
 
 # The course to read and to teach from, built from the notebooks' stored outputs (nothing is executed):
 # an HTML book (open build/book/index.html) and a reveal.js deck per chapter (build/slides/index.html). Both
-# open offline; their scripts are fetched once from the npm registry, pinned in attn_course_tools/publish/vendor.py.
+# open offline; their scripts are fetched once from the npm registry, pinned in attn_course_tools/publish/vendor.py,
+# and kept in build/npm.
 book: env
-	$(BIN)/python -m attn_course_tools.publish.book --out build/book
+	$(BIN)/python -m attn_course_tools.publish.book --root . --out build/book --npm-cache build/npm
 
 slides: env
-	$(BIN)/python -m attn_course_tools.publish.slides build --out build/slides
+	$(BIN)/python -m attn_course_tools.publish.slides build --root . --out build/slides --npm-cache build/npm
 
 # The course's diagrams (notebooks/figures/*.svg), redrawn from notebooks/figures/draw.py.
 figures: env

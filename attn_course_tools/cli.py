@@ -31,6 +31,7 @@ from attn_course_tools.grading import (
     gradebook_rows,
 )
 from attn_course_tools.grading.batch import default_jobs
+from attn_course_tools.grading.closure import PACKAGES
 from attn_course_tools.grading.gradescope import VISIBILITIES, build_bundle, torch_version
 from attn_course_tools.grading.identity import RULES
 from attn_course_tools.grading.release import build_release
@@ -49,7 +50,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_grade(commands: argparse._SubParsersAction) -> None:
     """The `grade` command: what to grade, where to write, and the limits of each submission's process."""
-    # One declaration per option, as argparse wants them: long, but there is nothing to split.
     g = commands.add_parser(
         "grade",
         help="grade exercise notebooks with the course's checks, safely",
@@ -83,6 +83,12 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="folder for the per-student feedback files (default: OUT's name + _feedback)",
     )
+    _add_grade_selection(g)
+    _add_grade_running(g)
+
+
+def _add_grade_selection(g: argparse.ArgumentParser) -> None:
+    """`grade`'s options that choose what is graded and whose it is: hidden inputs, chapters, student ids."""
     g.add_argument(
         "--hidden",
         type=Path,
@@ -105,6 +111,10 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         "Moodle's layout, or metadata.attn_course.student; auto (default) picks from the layout and "
         "says which",
     )
+
+
+def _add_grade_running(g: argparse.ArgumentParser) -> None:
+    """`grade`'s options for the run: jobs, the cache, each submission's limits, what is printed."""
     g.add_argument(
         "--jobs",
         type=int,
@@ -197,6 +207,7 @@ def _add_gradescope(commands: argparse._SubParsersAction) -> None:
         help="when students see their results and each exercise's test (Gradescope's settings; default "
         "%(default)s)",
     )
+    _add_exercises(s, "whose notebooks students are told to upload")
 
 
 def _add_release(commands: argparse._SubParsersAction) -> None:
@@ -217,12 +228,34 @@ def _add_release(commands: argparse._SubParsersAction) -> None:
         choices=checks.chapters(),
         help="only these chapters (repeatable; default: all)",
     )
+    _add_exercises(r, "to release")
+
+
+def _add_exercises(command: argparse.ArgumentParser, what: str) -> None:
+    """The --exercises option of `release` and `gradescope`: where the course's exercise notebooks are."""
+    command.add_argument(
+        "--exercises",
+        type=Path,
+        default=Path("exercises"),
+        help=f"the course's folder of exercise notebooks {what} (default: %(default)s, in the current "
+        "folder)",
+    )
+
+
+def _exercises_folder(args: argparse.Namespace) -> Path:
+    """The --exercises folder; FileNotFoundError naming the option if it is not there."""
+    if not args.exercises.is_dir():
+        raise FileNotFoundError(
+            f"--exercises {args.exercises}: no such folder (run from the course's folder, or pass "
+            "--exercises with the path of its exercises/ folder)"
+        )
+    return args.exercises
 
 
 def _release(args: argparse.Namespace) -> int:
     """Write the release; print what was written."""
     try:
-        paths = build_release(args.out, chapters=args.chapter)
+        paths = build_release(args.out, chapters=args.chapter, exercises=_exercises_folder(args))
     except (OSError, ValueError) as exc:
         print(f"attn-course release: {exc}", file=sys.stderr)
         return 2
@@ -269,17 +302,19 @@ def _read_hidden(path: Path | None) -> dict | None:
 def _gradescope(args: argparse.Namespace) -> int:
     """Build the autograder zip; print where it is and what it holds."""
     try:
-        hidden = _read_hidden(args.hidden)
-    except ValueError as exc:
+        hidden, exercises = _read_hidden(args.hidden), _exercises_folder(args)
+    except (OSError, ValueError) as exc:
         print(f"attn-course gradescope: {exc}", file=sys.stderr)
         return 2
-    path = build_bundle(args.out, hidden=hidden, chapters=args.chapter, visibility=args.visibility)
+    path = build_bundle(
+        args.out, exercises=exercises, hidden=hidden, chapters=args.chapter, visibility=args.visibility
+    )
     with zipfile.ZipFile(path) as bundle:
         names = bundle.namelist()
-    package = [n for n in names if n.startswith("attn_course/")]
+    sources = {package: [n for n in names if n.startswith(f"{package}/")] for package in PACKAGES}
     print(f"wrote {path} ({path.stat().st_size // 1024} KB), to upload to Gradescope as it is:")
-    print("\n".join(f"  {n}" for n in names if n not in package))
-    print(f"  attn_course/ ({len(package)} .py files)")
+    print("\n".join(f"  {n}" for n in names if "/" not in n))
+    print("\n".join(f"  {package}/ ({len(files)} .py files)" for package, files in sources.items()))
     chapters = ", ".join(map(str, args.chapter)) if args.chapter else "those each notebook answers"
     print(
         f"grades chapters: {chapters}; hidden inputs: {'yes' if hidden is not None else 'no'}; visibility: "
@@ -301,7 +336,7 @@ def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str) -
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 when the gradebook was written)."""
+    """Run the command line; return the exit status (0 when the command did its work)."""
     args = _parser().parse_args(argv)
     if args.command == "hidden-template":
         print(json.dumps(hidden_template(args.chapter), indent=2))
@@ -310,13 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _gradescope(args)
     if args.command == "release":
         return _release(args)
+    return _grade(args)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    """Grade the submissions; print each as it is graded, then where everything was written."""
     try:
         hidden, roster, limits = _read_inputs(args)
     except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
         print(f"attn-course grade: {exc}", file=sys.stderr)
         return 2
-    paths = collect(args.submissions)
-    if not paths:
+    if not collect(args.submissions):
         print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
         return 2
     rule = "auto"
@@ -338,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cache = args.cache or args.out.with_name(f"{args.out.stem}_cache")
     try:
         results = grade(
-            paths,
+            args.submissions,
             out=args.out,
             feedback=args.feedback,
             hidden=hidden,
@@ -356,19 +395,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IdentityError as exc:  # raised before anything is graded: the files to sort out, no traceback
         print(f"attn-course grade: {exc}", file=sys.stderr)
         return 2
-    elapsed = time.monotonic() - started
+    print("\n".join(_summary(results, roster, rule)))
+    _print_written(args, results, cache, time.monotonic() - started)
+    return 0
+
+
+def _print_written(
+    args: argparse.Namespace, results: list[SubmissionGrade], cache: Path, seconds: float
+) -> None:
+    """The run's last lines: how many were graded or reused, and where each file was written."""
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
     cached = sum(r.cached for r in results)
-    print("\n".join(_summary(results, roster, rule)))
     print(
         f"graded {len(results) - cached} submissions and reused {cached} remembered grades in "
-        f"{elapsed:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
+        f"{seconds:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
         f"gradebook {args.out} ({args.format}), feedback in {feedback}/, cache in {cache}/"
     )
     paths = report_paths(args.out)
     figure = f", chart {paths.figure}" if paths.figure.exists() else " (no named mistake to chart)"
     print(f"class report {paths.markdown} and {paths.csv}{figure}; similarity report {paths.similarity}")
-    return 0
 
 
 if __name__ == "__main__":

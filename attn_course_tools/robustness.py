@@ -1,9 +1,12 @@
 """`make robustness`: the training chapters run over seeds x CPU kernels x threads, their claims read back.
 
-    python -m attn_course_tools.robustness --out attn_course/course/results/robustness.json          # the full matrix (about an hour)
-    python -m attn_course_tools.robustness --out /tmp/r.json --seeds 0 --kernels default --threads 1 --chapters 04
-    python -m attn_course_tools.robustness --out attn_course/course/results/robustness-cuda.json --device cuda     # on a GPU
-    python -m attn_course_tools.robustness --out attn_course/course/results/robustness.json --merge /tmp/ch09.json  # runs made apart
+In the course's checkout (or name it with `--root`), with RESULTS = attn_course/course/results:
+
+    python -m attn_course_tools.robustness --out RESULTS/robustness.json                  # the full matrix
+    python -m attn_course_tools.robustness --out /tmp/r.json --seeds 0 --kernels default --threads 1 \
+        --chapters 04
+    python -m attn_course_tools.robustness --out RESULTS/robustness-cuda.json --device cuda  # on a GPU
+    python -m attn_course_tools.robustness --out RESULTS/robustness.json --merge /tmp/ch09.json  # made apart
 
 A chapter's claims about a trained model hold on a learner's machine only if they hold whatever the seed
 and the floating-point path: torch picks its CPU kernels by the processor (ATEN_CPU_CAPABILITY: default,
@@ -17,8 +20,8 @@ whose environment sets
     ATTN_COURSE_ARTIFACTS  a folder of this (seed, kernel, threads) alone: chapter 4 reuses chapter 3's
                            model of the same run, never one trained under another kernel
 
-and reads back the values `attn_course.course.claims.check` logged (`ATTN_COURSE_CLAIMS_LOG`). A run that fails
-(an assert, a claim, a crash) is recorded with its error. The results, JSON and a Markdown table, give
+and reads back the values `attn_course.course.claims.check` logged (`ATTN_COURSE_CLAIMS_LOG`). A run that
+fails (an assert, a claim, a crash) is recorded with its error. The results, JSON and a Markdown table, give
 per claim its bar and the min / median / max over all runs, and the margin: how far the worst run is on
 the right side of the bar.
 """
@@ -46,12 +49,10 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from attn_course.course.claims import CLAIMS, LOG_VARIABLE, Claim, read_log
-from attn_course.course.study import load_results as load_study_results
+from attn_course.course.claims import CLAIMS, LOG_VARIABLE, RESULTS_FORMAT, Claim, measurements, read_log
 from attn_course.training.runtime import ARTIFACTS_VARIABLE, SEED_VARIABLE
+from attn_course_tools.checkout import add_root_option, parsed_checkout
 
-RESULTS_FORMAT = "attn_course.robustness/1"
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 #: The chapters that claim something about a trained model, in the order they run (4 reuses 3's model).
 CHAPTERS = tuple(sorted({claim.chapter for claim in CLAIMS.values()}))
 CELL_TIMEOUT = 900
@@ -106,12 +107,12 @@ def default_kernels() -> list[str]:
     return kernels
 
 
-def notebook(chapter: str) -> Path:
-    """The notebook of a chapter ("04" -> notebooks/04_bahdanau_attention.ipynb)."""
-    found = sorted(NOTEBOOKS.glob(f"{chapter}_*.ipynb"))
+def notebook(chapter: str, notebooks: Path) -> Path:
+    """The notebook of a chapter in the folder `notebooks` ("04" -> notebooks/04_bahdanau_attention.ipynb)."""
+    found = sorted(Path(notebooks).glob(f"{chapter}_*.ipynb"))
     if len(found) != 1:
         raise ValueError(
-            f"chapter {chapter!r}: expected one notebook {chapter}_*.ipynb in {NOTEBOOKS}, "
+            f"chapter {chapter!r}: expected one notebook {chapter}_*.ipynb in {notebooks}, "
             f"found {[p.name for p in found]}"
         )
     return found[0]
@@ -133,13 +134,13 @@ def _probed(nb: nbformat.NotebookNode) -> dict[str, Any] | None:
     return None
 
 
-def run_chapter(chapter: str, setting: Setting, artifacts: Path) -> dict[str, Any]:
-    """Execute one chapter under `setting`; its claims, wall-clock seconds, error (None if it passed) and what
-    torch really ran on ("actual": CPU kernels, threads, CUDA)."""
-    nb = nbformat.read(notebook(chapter), as_version=4)
+def run_chapter(chapter: str, setting: Setting, artifacts: Path, notebooks: Path) -> dict[str, Any]:
+    """Execute one chapter of the folder `notebooks` under `setting`, in that folder; its claims, wall-clock
+    seconds, error (None if it passed) and what torch really ran on ("actual": CPU kernels, threads, CUDA)."""
+    nb = nbformat.read(notebook(chapter, notebooks), as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(_PROBE))
     client = NotebookClient(
-        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(notebooks)}}
     )
     artifacts.mkdir(parents=True, exist_ok=True)
     log = artifacts / f"claims-ch{chapter}.jsonl"  # claims.check appends each value it checks
@@ -163,10 +164,11 @@ def run_chapter(chapter: str, setting: Setting, artifacts: Path) -> dict[str, An
     }
 
 
-def run_setting(setting: Setting, chapters: Sequence[str]) -> list[dict[str, Any]]:
-    """Every chapter in order under one setting, sharing one fresh artifacts folder."""
+def run_setting(setting: Setting, chapters: Sequence[str], notebooks: Path) -> list[dict[str, Any]]:
+    """Every chapter (of the folder `notebooks`) in order under one setting, sharing one fresh artifacts
+    folder."""
     with tempfile.TemporaryDirectory(prefix="attn-course-robustness-") as artifacts:
-        return [run_chapter(chapter, setting, Path(artifacts)) for chapter in chapters]
+        return [run_chapter(chapter, setting, Path(artifacts), notebooks) for chapter in chapters]
 
 
 def summarise(runs: Sequence[dict[str, Any]], claims: dict[str, Claim] = CLAIMS) -> dict[str, dict[str, Any]]:
@@ -211,15 +213,15 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run_settings(work: Sequence[tuple[Setting, list[str]]], workers: int):
+def _run_settings(work: Sequence[tuple[Setting, list[str]]], workers: int, notebooks: Path):
     """Each (setting, chapters)'s runs as it finishes: in this process for one worker, else in `workers`
     processes."""
     if workers == 1:
         for setting, chapters in work:
-            yield run_setting(setting, chapters)
+            yield run_setting(setting, chapters, notebooks)
         return
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        for future in as_completed([pool.submit(run_setting, *item) for item in work]):
+        for future in as_completed([pool.submit(run_setting, *item, notebooks) for item in work]):
             yield future.result()
 
 
@@ -233,6 +235,7 @@ def run_matrix(
     threads: Sequence[int],
     chapters: Sequence[str],
     *,
+    notebooks: Path,
     device: str = "cpu",
     workers: int = 2,
     done: Sequence[dict[str, Any]] = (),
@@ -241,6 +244,8 @@ def run_matrix(
 ) -> dict[str, Any]:
     """Run `chapters` under every (seed, kernel, threads) on `device` ("cuda": one kernel, "cuda", and the
     given threads); return the JSON-ready results.
+
+    notebooks: the folder of the chapters (the checkout's notebooks/), where each runs.
 
     workers: the cores to fill. Settings of n threads run workers // n at a time (at least one): more
     threads than cores makes OpenMP's waiting threads spin against each other, and a chapter then takes
@@ -262,29 +267,45 @@ def run_matrix(
         Setting(seed, kernel, n, device) for kernel, n, seed in itertools.product(kernels, threads, seeds)
     ]
     runs = [run for run in done if _setting_of(run) in settings and run["chapter"] in chapters]
+    work = _still_to_run(settings, chapters, runs)
+    start = time.perf_counter()
+    for n in sorted({setting.threads for setting, _ in work}):
+        same_threads = [item for item in work if item[0].threads == n]
+        for series in _run_settings(same_threads, max(1, workers // n), notebooks):
+            runs.extend(series)
+            _log_runs(series, log)
+            if save is not None:
+                save(results_of(matrix, runs, time.perf_counter() - start))
+    return results_of(matrix, runs, time.perf_counter() - start)
+
+
+def _still_to_run(
+    settings: Sequence[Setting], chapters: Sequence[str], runs: Sequence[dict[str, Any]]
+) -> list[tuple[Setting, list[str]]]:
+    """Each setting with the chapters `runs` lack under it (settings that lack none are left out)."""
     work = []
     for setting in settings:
         ran = {run["chapter"] for run in runs if _setting_of(run) == setting}
         if missing := [chapter for chapter in chapters if chapter not in ran]:
             work.append((setting, missing))
-    start = time.perf_counter()
-    for n in sorted({setting.threads for setting, _ in work}):
-        for series in _run_settings([item for item in work if item[0].threads == n], max(1, workers // n)):
-            runs.extend(series)
-            for run in series if log is not None else ():
-                status = "ok" if run["error"] is None else f"FAILED {run['error'][:200]}"
-                print(
-                    f"ch{run['chapter']} seed {run['seed']} {run['kernel']} x{run['threads']}: "
-                    f"{run['seconds']:.0f} s, {status}",
-                    file=log,
-                    flush=True,
-                )
-            if save is not None:
-                save(_results(matrix, runs, time.perf_counter() - start))
-    return _results(matrix, runs, time.perf_counter() - start)
+    return work
 
 
-def _results(matrix: dict[str, Any], runs: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+def _log_runs(series: Sequence[dict[str, Any]], log) -> None:
+    """One line per finished run to the file `log` (None: nothing)."""
+    for run in series if log is not None else ():
+        status = "ok" if run["error"] is None else f"FAILED {run['error'][:200]}"
+        print(
+            f"ch{run['chapter']} seed {run['seed']} {run['kernel']} x{run['threads']}: "
+            f"{run['seconds']:.0f} s, {status}",
+            file=log,
+            flush=True,
+        )
+
+
+def results_of(matrix: dict[str, Any], runs: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """The JSON-ready results of `runs` made under `matrix` in `seconds`: every run, sorted, the spread of
+    each claim (`summarise`), the runs that failed, and the machine they ran on."""
     runs = sorted(runs, key=lambda r: (r["kernel"], r["threads"], r["seed"], r["chapter"]))
     cpu = matrix["device"] == "cpu"
     return {
@@ -330,12 +351,7 @@ def merge(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     matrix["kernels"] = union("kernels")
     matrix["device"] = devices.pop()
     seconds = sum(result["runtime_seconds"] for result in results)
-    return _results(matrix, list(runs.values()), seconds)
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read results written by this module, checking their format."""
-    return load_study_results(path, RESULTS_FORMAT)
+    return results_of(matrix, list(runs.values()), seconds)
 
 
 def _torch_version() -> str:
@@ -358,6 +374,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attn_course_tools.robustness", description=__doc__.split("\n")[0]
     )
+    add_root_option(parser)
     parser.add_argument(
         "--out", type=Path, required=True, help="the JSON results (a .md table is written beside)"
     )
@@ -394,17 +411,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    notebooks = parsed_checkout(parser, args.root, "notebooks") / "notebooks"
     for chapter in args.chapters:
-        notebook(chapter)
+        notebook(chapter, notebooks)
     if args.merge:
-        results = merge([load_results(path) for path in (args.out, *args.merge)])
+        results = merge([measurements(path) for path in (args.out, *args.merge)])
         args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         args.out.with_suffix(".md").write_text(table(results), encoding="utf-8")
         print(table(results))
         return 0
     kernels = args.kernels or default_kernels()
-    done = load_results(args.out)["runs"] if args.resume and args.out.is_file() else ()
+    done = measurements(args.out)["runs"] if args.resume and args.out.is_file() else ()
 
     def save(results: dict[str, Any]) -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -416,6 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kernels,
         args.threads,
         args.chapters,
+        notebooks=notebooks,
         device=args.device,
         workers=args.workers,
         done=done,

@@ -11,11 +11,11 @@ What makes it the textbook pipeline (d2l 1.0.3, sections 10.5-10.7 and 11.4):
   ``predict_seq2seq`` translates one sentence at a time.
 
 What it shares with attn_course, so that both compute the same numbers from the same weights: the
-architecture of `attn_course.models.decoders.BahdanauDecoder` (query s_{t-1}, GRU input [e(y_{t-1}); c_t], output
-layer over [s_t; c_t; e(y_{t-1})], same sizes) and the encoder itself (the same `attn_course.models.encoders.Encoder`
-module, copied: d2l's encoder neither packs the padding nor is bidirectional, and a different encoder
-would change the model, not the pipeline). `from_attn_course(model)` builds the reference with the
-weights of an attn_course Seq2Seq.
+architecture of `attn_course.models.decoders.BahdanauDecoder` (query s_{t-1}, GRU input [e(y_{t-1}); c_t],
+output layer over [s_t; c_t; e(y_{t-1})], same sizes) and the encoder itself (the same
+`attn_course.models.encoders.Encoder` module, copied: d2l's encoder neither packs the padding nor is
+bidirectional, and a different encoder would change the model, not the pipeline). `from_attn_course(model)`
+builds the reference with the weights of an attn_course Seq2Seq.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ submission is drawn, with a fixed seed, as:
 - correct, 70%: the notebook of solutions/;
 - untouched, 10%: the template of exercises/;
 - wrong, 15%: the solutions with one exercise answered by a known-wrong implementation, drawn from the
-  mutation tests' catalogues (tests/library/checks/test_checks.py, MUTANTS, and chapters 9 and 10's learners' answers in
-  tests/library/checks/test_checks_ch9_ch10.py; `wrong_answers`);
+  checks' own named mistakes, each written as the wrong code that makes it (`Mistake.wrong`;
+  `wrong_answers`);
 - raises, 5%: the solutions with one exercise left half done, calling a name it never defined (NameError);
 - then, in place of drawn ones, per 100 students (at least one of each) one submission whose exercise
   cell never finishes (it runs into the cell timeout) and one whose cell ends its process (os._exit): the
@@ -46,8 +46,6 @@ from attn_course import checks
 from attn_course_tools.grading import Limits, grade
 from attn_course_tools.grading.batch import default_jobs
 from benchmarks.measure import machine_info
-from tests.library.checks import test_checks as catalogue
-from tests.library.checks import test_checks_ch9_ch10 as catalogue_ch9_ch10
 
 ROOT = Path(__file__).resolve().parents[1]
 MIX = {"correct": 0.70, "untouched": 0.10, "wrong": 0.15, "raises": 0.05}
@@ -62,7 +60,7 @@ _STUB_LINE = re.compile(r"raise NotImplementedError.*")
 
 
 def _globals_used(obj: Any) -> set[str]:
-    """The global names a catalogue function, or a class's methods and bases, refer to."""
+    """The global names a function, or a class's methods and bases, refer to."""
     if inspect.isclass(obj):
         methods = [v.__code__ for v in vars(obj).values() if inspect.isfunction(v)]
         return {b.__name__ for b in obj.__bases__}.union(*map(_code_names, methods))
@@ -73,42 +71,47 @@ def _code_names(code: Any) -> set[str]:
     return set(code.co_names).union(*(_code_names(c) for c in code.co_consts if inspect.iscode(c)))
 
 
-def _definitions(obj: Any, seen: set[str]) -> list[Any]:
-    """obj after the catalogue's helpers it needs (their helpers first), each once."""
+def _definitions(obj: Any, module: Any, seen: set[str]) -> list[Any]:
+    """obj after the functions and classes of the check modules it needs (their helpers first), each once."""
     found = []
     for name in sorted(_globals_used(obj) - seen):
-        helper = vars(catalogue).get(name)
-        if getattr(helper, "__module__", None) == catalogue.__name__ and (
+        helper = vars(module).get(name)
+        if str(getattr(helper, "__module__", "")).startswith("attn_course.checks.") and (
             inspect.isfunction(helper) or inspect.isclass(helper)
-        ):
+        ) and getattr(helper, "__name__", None) == name:
             seen.add(name)
-            found += _definitions(helper, seen)
+            found += _definitions(helper, sys.modules[helper.__module__], seen)
     return [*found, obj]
 
 
-def wrong_answers() -> dict[str, list[tuple[str, str]]]:
-    """Each exercise's known-wrong answers as exercise cells: {key: [(mutant's name, cell source)]}.
+def _answer_cell(key: str, wrong: Any) -> str | None:
+    """The exercise cell of `key` answered with the wrong code `wrong` and the helpers of its check module
+    it calls, or None when it needs a name the chapter's set-up does not give (or has no source to show)."""
+    module = sys.modules[wrong.__module__]
+    preamble: dict[str, Any] = {}
+    exec(checks.PREAMBLES[int(key[2 : key.index(".")])], preamble)
+    parts = _definitions(wrong, module, {wrong.__name__})
+    needed = set().union(*map(_globals_used, parts)) - {p.__name__ for p in parts} - set(preamble)
+    if needed & set().union(*(vars(sys.modules[p.__module__]) for p in parts)):
+        return None
+    try:
+        source = "\n\n".join(inspect.getsource(p) for p in parts)
+    except (OSError, TypeError):  # built at run time: inspect cannot find its source
+        return None
+    return f"# EXERCISE {key}\n{source}\n\n{checks.EXERCISES[key].name} = {wrong.__name__}\n"
 
-    A cell holds the mutant, the catalogue's helpers it calls, and binds the exercise's name to it. Mutants
-    that need a name the chapter's imports do not give (the package's own masked_softmax in chapter 1,
-    which the cell would replace) are left out."""
+
+def wrong_answers() -> dict[str, list[tuple[str, str]]]:
+    """Each exercise's known-wrong answers as exercise cells: {key: [(mistake's name, cell source)]}.
+
+    A cell holds a named mistake's wrong code (`Mistake.wrong`, as the checks diagnose it), the helpers of
+    its check module it calls, and binds the exercise's name to it. Wrong code that needs a name the
+    chapter's imports do not give is left out."""
     answers: dict[str, list[tuple[str, str]]] = {}
-    for key, mutant, _ in catalogue.MUTANTS:
-        preamble: dict[str, Any] = {}
-        exec(checks.PREAMBLES[int(key[2 : key.index(".")])], preamble)
-        parts = _definitions(mutant, {mutant.__name__})
-        needed = set().union(*map(_globals_used, parts)) - {p.__name__ for p in parts} - set(preamble)
-        if needed & set(vars(catalogue)):
-            continue
-        try:
-            source = "\n\n".join(inspect.getsource(p) for p in parts)
-        except OSError:  # a class built from a learner's answer text: inspect cannot find its source
-            continue
-        answer = f"# EXERCISE {key}\n{source}\n\n{checks.EXERCISES[key].name} = {mutant.__name__}\n"
-        answers.setdefault(key, []).append((mutant.__name__, answer))
-    for answer in catalogue_ch9_ch10.WRONG:  # whole cells already, defining the exercise's function
-        source = f"# EXERCISE {answer.key}\n{answer.source.strip()}\n"
-        answers.setdefault(answer.key, []).append((checks.EXERCISES[answer.key].name, source))
+    for key, exercise in checks.EXERCISES.items():
+        for mistake in exercise.mistakes:
+            if mistake.wrong is not None and (cell := _answer_cell(key, mistake.wrong)) is not None:
+                answers.setdefault(key, []).append((mistake.wrong.__name__, cell))
     return answers
 
 
@@ -188,7 +191,9 @@ def measure(students: int = 300, jobs: Sequence[int] | None = None, *, seed: int
     return {
         "students": students, "notebooks_per_student": 6, "submissions": runs[0]["submissions"],
         "mix": mix, "mix_rule": MIX_RULE,
-        "wrong_answers": {"from": "tests/library/checks/test_checks.py MUTANTS", "mutants": len(catalogue.MUTANTS),
+        "wrong_answers": {"from": "the checks' named mistakes (Mistake.wrong)",
+                          "mistakes": sum(m.wrong is not None for e in checks.EXERCISES.values()
+                                          for m in e.mistakes),
                           "usable": sum(map(len, wrong_answers().values()))},
         "limits": asdict(limits), "cores": default_jobs(), "clock": "wall-clock (time.perf_counter)",
         "runs": runs, "speedup": runs[0]["seconds"] / runs[-1]["seconds"],

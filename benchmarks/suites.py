@@ -41,7 +41,7 @@ from attn_course.models.decoders import BahdanauDecoder, Decoder, LuongDecoder
 from attn_course.models.decoding import translate
 from attn_course.models.encoders import EncoderOutput
 from attn_course.models.seq2seq import Seq2Seq, build_model
-from attn_course.training.loop import masked_cross_entropy, train
+from attn_course.training.loop import TrainConfig, masked_cross_entropy, train
 from benchmarks import d2l_style
 from benchmarks.measure import (
     Timed,
@@ -196,8 +196,8 @@ def time_to_quality(config: Config, corpus: Corpus, device: torch.device | str,
     d2l_opt = torch.optim.Adam(twin.parameters(), lr=config.lr)
     pipelines = {
         "attn_course": _Pipeline(
-            lambda: train(model, ours_loader, epochs=1, optimizer=ours_opt, clip=config.clip, device=device,
-                          progress=False),
+            lambda: train(model, ours_loader, TrainConfig(epochs=1, lr=config.lr, clip=config.clip),
+                          optimizer=ours_opt, device=device, progress=False),
             lambda: _bleu_attn_course(model, corpus), ours_opt),
         "d2l_style": _Pipeline(lambda: d2l_style.fit_epoch(twin, d2l_loader, d2l_opt, config.clip, device),
                                lambda: _bleu_d2l(twin, corpus, device), d2l_opt),
@@ -352,7 +352,7 @@ def training_throughput(config: Config, corpus: Corpus, device: torch.device | s
 
 
 # --------------------------------------------------------------------------------------------- attention
-def _fixed_context(enc: EncoderOutput) -> Tensor:
+def fixed_context(enc: EncoderOutput) -> Tensor:
     """The attention-free context: the mean of the real annotations, (batch_size, 1, enc_size)."""
     lens = enc.valid_lens.to(enc.outputs.device, enc.outputs.dtype)
     return (enc.outputs.sum(1) / lens[:, None])[:, None]
@@ -363,7 +363,7 @@ def bahdanau_without_attention(decoder: BahdanauDecoder, tgt_in: Tensor, enc: En
 
     tgt_in (batch_size, T) long -> logits (batch_size, T, vocab_size). The recurrent floor of the decoder.
     """
-    context = _fixed_context(enc)
+    context = fixed_context(enc)
     embedded = decoder.dropout(decoder.embedding(tgt_in))
     hidden, outputs = enc.state, []
     for t in range(tgt_in.shape[1]):
@@ -376,7 +376,7 @@ def bahdanau_without_attention(decoder: BahdanauDecoder, tgt_in: Tensor, enc: En
 def luong_without_attention(decoder: LuongDecoder, tgt_in: Tensor, enc: EncoderOutput) -> Tensor:
     """LuongDecoder.forward with the attention removed (c_t fixed), run the same way: a step loop with input
     feeding, one whole-sequence RNN call without. tgt_in (batch_size, T) long -> logits (batch_size, T, V)."""
-    context = _fixed_context(enc)
+    context = fixed_context(enc)
 
     def attentional(outputs: Tensor) -> Tensor:
         return torch.tanh(decoder.W_c(torch.cat([context.expand(-1, outputs.shape[1], -1), outputs], -1)))

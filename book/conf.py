@@ -2,8 +2,8 @@
 
 The book is built from the notebooks' stored outputs by myst-nb (nothing is executed), with every script
 and font it needs served from the book itself: MathJax, RequireJS and the ipywidgets embedder are fetched
-once from the npm registry at pinned versions (attn_course_tools.publish.vendor.VENDOR), so the built book opens
-offline, from a file or any static server. Build it with `make book` (attn_course_tools.publish.book).
+once from the npm registry at pinned versions (attn_course_tools.publish.vendor.VENDOR), so the built book
+opens offline, from a file or any static server. Build it with `make book` (attn_course_tools.publish.book).
 """
 
 import os
@@ -17,9 +17,17 @@ copyright = "attn-course"
 
 extensions = ["myst_nb"]
 
-# The sources are the repository itself: the landing page here, README, the chapters and the exercises.
+# The sources are the repository itself: the landing page here, README, the chapters and the exercises, and
+# the guides README links to (for instructors and maintainers, and the architecture).
 root_doc = "book/index"
-include_patterns = ["book/*.md", "README.md", "notebooks/*.ipynb", "exercises/*.ipynb"]
+include_patterns = [
+    "book/*.md",
+    "README.md",
+    "notebooks/*.ipynb",
+    "exercises/*.ipynb",
+    "docs/*.md",
+    "ARCHITECTURE.md",
+]
 exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints"]
 
 # Stored outputs only: a chapter that trains a model is not re-run to be read.
@@ -29,8 +37,9 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
-# attn_course_tools.publish.book unpacks the vendored assets into this folder and names it here.
-BUILD = Path(__file__).resolve().parents[1] / "build"
+# attn_course_tools.publish.book unpacks the vendored assets into a folder and names it here; a build started
+# by hand finds them where `make book` left them, in the build/ folder of this file's checkout.
+BUILD = Path(__file__).resolve().parent.parent / "build"
 VENDOR = Path(os.environ.get("ATTN_COURSE_VENDOR", BUILD / "book-vendor"))
 html_static_path = [str(VENDOR), "static"]
 mathjax_path = "mathjax/tex-chtml.js"
@@ -60,6 +69,6 @@ html_last_updated_fmt = None
 
 
 def setup(app):
-    # Each notebook is read as attn_course_tools.publish.book.reading_view shows it: no `# NBVAL_...` lines, and a
-    # chapter's set-up cell (imports, seeding) with its output only.
+    # Each notebook is read as attn_course_tools.publish.book.reading_view shows it: no `# NBVAL_...` lines,
+    # and a chapter's set-up cell (imports, seeding) with its output only.
     app.connect("source-read", read_for_book)

@@ -8,6 +8,11 @@ Every layer works in two explicit steps, so the key projection is computed once 
 `forward(queries, keys, values, valid_lens)` is `attend(queries, prepare(keys, values, valid_lens))`
 and also stores the weights in `.attention_weights`, as d2l's layers do. Nothing else is cached on
 the module: a Memory is a plain value, so its correctness never depends on the order of calls.
+`prepare(..., fast_scores=True)` marks the memory so that additive scores take the form of
+`attn_course.attention.fast` (the same numbers, faster on the CPU); decoding and evaluation ask for it.
+
+Luong's four scores are four classes (`LuongDotAttention`, `LuongGeneralAttention`,
+`LuongConcatAttention`, `LuongLocationAttention`); `LuongAttention(score, ...)` builds the one named.
 
 Shapes: queries (batch_size, num_queries, query_size), keys (batch_size, num_keys, key_size),
 values (batch_size, num_keys, value_size), valid_lens None | (batch_size,) | (batch_size, num_queries)
@@ -31,7 +36,12 @@ from torch.nn import functional as F
 
 from attn_course.attention import fast
 from attn_course.attention.masking import masked_softmax_unchecked
-from attn_course.attention.scoring import additive_scores, check_activation, dot_scores, location_scores
+from attn_course.attention.scoring import (
+    additive_scores_unchecked,
+    check_activation,
+    dot_scores,
+    location_scores,
+)
 from attn_course.validation import (
     check_floating,
     check_positive_int,
@@ -39,8 +49,6 @@ from attn_course.validation import (
     check_shape,
     check_valid_lens,
 )
-
-LUONG_SCORES = ("dot", "general", "concat", "location")
 
 
 class Memory(NamedTuple):
@@ -51,13 +59,16 @@ class Memory(NamedTuple):
         checked to lie in [0, num_keys];
     projected_keys: the part of the score that depends only on the keys: W_k k (additive),
         W_a k (general), the key half of W_a applied to k (concat), the keys themselves (dot),
-        None (location, whose scores ignore the keys).
+        None (location, whose scores ignore the keys);
+    fast_scores: whether additive scores (Bahdanau's, Luong's concat) take the form of
+        `attn_course.attention.fast`.
     """
 
     keys: torch.Tensor
     values: torch.Tensor
     valid_lens: torch.Tensor | None
     projected_keys: torch.Tensor | None
+    fast_scores: bool = False
 
 
 class _Attention(nn.Module, ABC):
@@ -89,12 +100,18 @@ class _Attention(nn.Module, ABC):
         """A hook for layers that can only attend over a bounded number of keys (location)."""
 
     def prepare(
-        self, keys: torch.Tensor, values: torch.Tensor, valid_lens: torch.Tensor | None = None
+        self,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        valid_lens: torch.Tensor | None = None,
+        *,
+        fast_scores: bool = False,
     ) -> Memory:
         """Check one source batch and compute its key projection, once, for every decoder step.
 
         keys: (batch_size, num_keys, key_size); values: (batch_size, num_keys, value_size);
-        valid_lens: None, (batch_size,) or (batch_size, num_queries), integer in [0, num_keys].
+        valid_lens: None, (batch_size,) or (batch_size, num_queries), integer in [0, num_keys];
+        fast_scores: additive scores in `attn_course.attention.fast`'s form (decoding and evaluation).
         Returns: a Memory to pass to `attend` at every step.
         """
         check_floating("keys", keys)
@@ -106,7 +123,7 @@ class _Attention(nn.Module, ABC):
         valid_lens = check_valid_lens(valid_lens, batch_size, None, num_keys, low=0)
         if valid_lens is not None:
             valid_lens = valid_lens.to(values.device)
-        return Memory(keys, values, valid_lens, self._project_keys(keys))
+        return Memory(keys, values, valid_lens, self._project_keys(keys), bool(fast_scores))
 
     def attend(self, queries: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from any number of queries to a prepared source batch; writes no state.
@@ -202,13 +219,11 @@ class AdditiveAttention(_Attention):
 
     Bias-free layers named as in d2l (W_q: query_size -> num_hiddens, W_k: key_size -> num_hiddens,
     w_v: num_hiddens -> 1), so `load_state_dict(d2l_layer.state_dict())` copies d2l's weights.
-    `fast_scores` (False; `attn_course.attention.fast.enabled` switches it on while decoding) takes the scores from
-    `fast.additive_scores`, the same numbers computed faster on the CPU (tanh only).
+    A memory prepared with fast_scores=True takes the scores from `fast.additive_scores`, the same numbers
+    computed faster on the CPU (tanh only).
     activation: "tanh" (the paper's) or "relu", w_vᵀ relu(W_q q + W_k k) (chapter 10 compares them).
     Bahdanau et al. 2014, eq. (6) and appendix A.1.2.
     """
-
-    fast_scores = False
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0,
                  activation: str = "tanh") -> None:
@@ -225,99 +240,165 @@ class AdditiveAttention(_Attention):
         return self.W_k(keys)
 
     def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
-        if self.activation != "tanh":  # the fast form rewrites tanh; there is none for relu
-            return additive_scores(self.W_q(queries), memory.projected_keys, self.w_v.weight, self.activation)
-        scores = fast.additive_scores if self.fast_scores else additive_scores
-        return scores(self.W_q(queries), memory.projected_keys, self.w_v.weight)
+        projected_queries = self.W_q(queries)
+        if memory.fast_scores and self.activation == "tanh":  # the fast form rewrites tanh; none for relu
+            return fast.additive_scores(projected_queries, memory.projected_keys, self.w_v.weight)
+        return additive_scores_unchecked(projected_queries, memory.projected_keys, self.w_v.weight,
+                                         self.activation)
 
 
-class LuongAttention(_Attention):
-    """Luong's global attention with one of four scores: "dot", "general", "concat" or "location".
+class _LuongAttention(_Attention):
+    """What Luong's scores share: a query and a key size, and the score's name in the layer's repr."""
 
-    - "dot": qᵀk; no parameters; needs query_size == key_size.
-    - "general": qᵀ W_a k; W_a = nn.Linear(key_size, query_size, bias=False); W_a k is computed once.
-    - "concat": v_aᵀ tanh(W_a [q; k]); W_a = nn.Linear(query_size + key_size, num_hiddens, bias=False),
-      v_a = nn.Linear(num_hiddens, 1, bias=False); the key half of W_a is applied once per batch.
-    - "location": softmax(W_a q) over source positions; W_a = nn.Linear(query_size, max_len, bias=False)
-      (bias-free like the paper's equation; a bias would only add a fixed preference per position).
-      The keys are ignored (only their count is checked against max_len); weights past each valid
-      length are 0 like every other score.
-    num_hiddens is required by "concat" and refused by the others; max_len is required by "location"
-    and refused by the others (a silently ignored argument hides a mistake). `fast_scores` as in
-    AdditiveAttention, for "concat".
-    Luong et al. 2015, sec. 3.1: the content-based scores (dot, general, concat) that eq. (7) turns into
-    weights (the paper lists them under eq. (7) without a number of their own), and the location-based
-    a_t = softmax(W_a h_t) of eq. (8).
-    """
+    score: str  # "dot", "general", "concat" or "location"
 
-    fast_scores = False
-
-    def __init__(
-        self,
-        score: str,
-        query_size: int,
-        key_size: int,
-        num_hiddens: int | None = None,
-        max_len: int | None = None,
-        dropout: float = 0.0,
-    ) -> None:
-        if score not in LUONG_SCORES:
-            raise ValueError(f"score must be one of {', '.join(map(repr, LUONG_SCORES))}, got {score!r}")
+    def __init__(self, query_size: int, key_size: int, dropout: float) -> None:
         super().__init__(
             dropout, check_positive_int("query_size", query_size), check_positive_int("key_size", key_size)
         )
-        self.score = score
-        if score == "concat":
-            if num_hiddens is None:
-                raise ValueError("score='concat' needs num_hiddens (the output size of W_a), got None")
-            check_positive_int("num_hiddens", num_hiddens)
-        elif num_hiddens is not None:
-            raise ValueError(f"num_hiddens is only used by score='concat', got num_hiddens={num_hiddens!r}")
-        if score == "location":
-            if max_len is None:
-                raise ValueError("score='location' needs max_len (the most source positions it can score)")
-            check_positive_int("max_len", max_len)
-        elif max_len is not None:
-            raise ValueError(f"max_len is only used by score='location', got max_len={max_len!r}")
-        self.max_len = max_len
-
-        if score == "dot" and query_size != key_size:
-            raise ValueError(
-                f"score='dot' needs query_size == key_size, got query_size={query_size}, "
-                f"key_size={key_size}; score='general' learns a map between different sizes"
-            )
-        if score == "general":
-            self.W_a = nn.Linear(key_size, query_size, bias=False)
-        elif score == "concat":
-            self.W_a = nn.Linear(query_size + key_size, num_hiddens, bias=False)
-            self.v_a = nn.Linear(num_hiddens, 1, bias=False)
-        elif score == "location":
-            self.W_a = nn.Linear(query_size, max_len, bias=False)
 
     def extra_repr(self) -> str:
         return f"score={self.score!r}"
 
+
+class LuongDotAttention(_LuongAttention):
+    """Luong's "dot" score qᵀk: no parameters, so the queries and keys must share their size.
+
+    Luong et al. 2015, sec. 3.1, "dot", a score of eq. (7) (the paper lists them under it).
+    """
+
+    score = "dot"
+
+    def __init__(self, query_size: int, key_size: int, dropout: float = 0.0) -> None:
+        super().__init__(query_size, key_size, dropout)
+        if query_size != key_size:
+            raise ValueError(
+                f"score='dot' needs query_size == key_size, got query_size={query_size}, "
+                f"key_size={key_size}; score='general' learns a map between different sizes"
+            )
+
+    def _project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return keys
+
+    def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        return dot_scores(queries, memory.projected_keys)
+
+
+class LuongGeneralAttention(_LuongAttention):
+    """Luong's "general" score qᵀ W_a k, W_a = nn.Linear(key_size, query_size, bias=False).
+
+    W_a k is computed once per source batch. Luong et al. 2015, sec. 3.1, "general", a score of eq. (7).
+    """
+
+    score = "general"
+
+    def __init__(self, query_size: int, key_size: int, dropout: float = 0.0) -> None:
+        super().__init__(query_size, key_size, dropout)
+        self.W_a = nn.Linear(key_size, query_size, bias=False)
+
+    def _project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return self.W_a(keys)
+
+    def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        return dot_scores(queries, memory.projected_keys)
+
+
+class LuongConcatAttention(_LuongAttention):
+    """Luong's "concat" score v_aᵀ tanh(W_a [q; k]): the additive score with W_a split in two.
+
+    W_a = nn.Linear(query_size + key_size, num_hiddens, bias=False), v_a = nn.Linear(num_hiddens, 1,
+    bias=False); the key half of W_a is applied once per batch (`scoring.concat_scores` explains the split).
+    A memory prepared with fast_scores=True scores with `fast.additive_scores`.
+    Luong et al. 2015, sec. 3.1, "concat", a score of eq. (7).
+    """
+
+    score = "concat"
+
+    def __init__(self, query_size: int, key_size: int, num_hiddens: int, dropout: float = 0.0) -> None:
+        super().__init__(query_size, key_size, dropout)
+        check_positive_int("num_hiddens", num_hiddens)
+        self.W_a = nn.Linear(query_size + key_size, num_hiddens, bias=False)
+        self.v_a = nn.Linear(num_hiddens, 1, bias=False)
+
+    def _project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        return F.linear(keys, self.W_a.weight[:, self.query_size :])
+
+    def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        projected_queries = F.linear(queries, self.W_a.weight[:, : self.query_size])
+        if memory.fast_scores:
+            return fast.additive_scores(projected_queries, memory.projected_keys, self.v_a.weight)
+        return additive_scores_unchecked(projected_queries, memory.projected_keys, self.v_a.weight)
+
+
+class LuongLocationAttention(_LuongAttention):
+    """Luong's location-based weights softmax(W_a q) over source positions; the keys are ignored.
+
+    W_a = nn.Linear(query_size, max_len, bias=False) (bias-free like the paper's equation; a bias would only
+    add a fixed preference per position). Only the keys' count is checked, against max_len; weights past
+    each valid length are 0 like every other score's. Luong et al. 2015, eq. (8): a_t = softmax(W_a h_t).
+    """
+
+    score = "location"
+
+    def __init__(self, query_size: int, key_size: int, max_len: int, dropout: float = 0.0) -> None:
+        super().__init__(query_size, key_size, dropout)
+        self.max_len = check_positive_int("max_len", max_len)
+        self.W_a = nn.Linear(query_size, max_len, bias=False)
+
     def _check_num_keys(self, num_keys: int) -> None:
-        if self.score == "location" and num_keys > self.max_len:
+        if num_keys > self.max_len:
             raise ValueError(
                 f"keys has num_keys = {num_keys} positions, but score='location' was built with "
                 f"max_len = {self.max_len}; build it with max_len >= {num_keys}"
             )
 
-    def _project_keys(self, keys: torch.Tensor) -> torch.Tensor | None:
-        if self.score == "dot":
-            return keys
-        if self.score == "general":
-            return self.W_a(keys)
-        if self.score == "concat":
-            return F.linear(keys, self.W_a.weight[:, self.query_size :])
-        return None  # location: the scores do not depend on the keys
+    def _project_keys(self, keys: torch.Tensor) -> None:
+        return None  # the scores do not depend on the keys
 
     def _scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
-        if self.score in ("dot", "general"):
-            return dot_scores(queries, memory.projected_keys)
-        if self.score == "concat":
-            projected_queries = F.linear(queries, self.W_a.weight[:, : self.query_size])
-            scores = fast.additive_scores if self.fast_scores else additive_scores
-            return scores(projected_queries, memory.projected_keys, self.v_a.weight)
         return location_scores(queries, self.W_a.weight, memory.values.shape[1])
+
+
+LUONG_SCORES: dict[str, type[_LuongAttention]] = {
+    "dot": LuongDotAttention,
+    "general": LuongGeneralAttention,
+    "concat": LuongConcatAttention,
+    "location": LuongLocationAttention,
+}
+"""Luong's scores by name (sec. 3.1), as `LuongAttention` and `LuongDecoder(score=...)` name them."""
+
+
+def LuongAttention(
+    score: str,
+    query_size: int,
+    key_size: int,
+    num_hiddens: int | None = None,
+    max_len: int | None = None,
+    dropout: float = 0.0,
+) -> _LuongAttention:
+    """Luong's global attention with the score named: "dot", "general", "concat" or "location".
+
+    Builds the class `LUONG_SCORES[score]` (a function named like a class, so that the chapters' calls
+    read like the layers they build). num_hiddens (the output size of W_a) is required by
+    "concat" and refused by the others; max_len (the most source positions) is required by "location" and
+    refused by the others: a silently ignored argument hides a mistake.
+    """
+    if score not in LUONG_SCORES:
+        raise ValueError(f"score must be one of {', '.join(map(repr, LUONG_SCORES))}, got {score!r}")
+    check_positive_int("query_size", query_size)
+    check_positive_int("key_size", key_size)
+    check_probability("dropout", dropout, allow_one=False)
+    if score == "concat" and num_hiddens is None:
+        raise ValueError("score='concat' needs num_hiddens (the output size of W_a), got None")
+    if score != "concat" and num_hiddens is not None:
+        raise ValueError(f"num_hiddens is only used by score='concat', got num_hiddens={num_hiddens!r}")
+    if score == "location" and max_len is None:
+        raise ValueError("score='location' needs max_len (the most source positions it can score)")
+    if score != "location" and max_len is not None:
+        raise ValueError(f"max_len is only used by score='location', got max_len={max_len!r}")
+    if score == "concat":
+        return LuongConcatAttention(query_size, key_size, num_hiddens, dropout)
+    if score == "location":
+        return LuongLocationAttention(query_size, key_size, max_len, dropout)
+    return LUONG_SCORES[score](query_size, key_size, dropout)
+

@@ -73,8 +73,8 @@ class MultiHeadAttention(nn.Module):
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_o, head_k = Attention(Q W_q^k, K W_k^k, V W_v^k),
     Attention the scaled dot product softmax(q k^T / sqrt(d_head)) v of eq. (1), d_head = num_hiddens / h.
     The h projections W_q^k are the column blocks of one nn.Linear W_q (likewise W_k, W_v), named as in
-    d2l; `load_state_dict` from d2l's MultiHeadAttention works, and `attn_course.models.transformer` copies them
-    into torch's nn.MultiheadAttention for the tests.
+    d2l; `load_state_dict` from d2l's MultiHeadAttention works, and `attn_course.models.transformer` copies
+    them into torch's nn.MultiheadAttention for the tests.
     """
 
     def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = True) -> None:

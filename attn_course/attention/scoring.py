@@ -104,11 +104,18 @@ def additive_scores(
     Bahdanau et al. 2014, eq. (6) with appendix A.1.2: e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j), where d2l
     names W_a -> W_q, U_a -> W_k, v_a -> w_v. Builds a (batch_size, num_queries, num_keys, num_hiddens)
     tensor, as d2l does: additive attention costs num_hiddens times more memory than dot-product.
-    (`attn_course.attention.fast.additive_scores` is the same score in a form that decoding on the CPU runs faster.)
+    (`attn_course.attention.fast.additive_scores` is the same score in a form that decoding on the CPU runs
+    faster.)
     activation="relu" puts max(0, x) in place of tanh: unbounded, and zero for every negative feature.
     """
     check_additive_inputs(projected_queries, projected_keys, w_v)
-    check_activation(activation)
+    return additive_scores_unchecked(projected_queries, projected_keys, w_v, check_activation(activation))
+
+
+def additive_scores_unchecked(
+    projected_queries: torch.Tensor, projected_keys: torch.Tensor, w_v: torch.Tensor, activation: str = "tanh"
+) -> torch.Tensor:
+    """additive_scores without the checks, for callers that validated once (attention layers, fast form)."""
     # (B, Q, 1, H) + (B, 1, K, H): every query against every key. The nonlinearity in place: the sum is the
     # largest tensor here, and nothing else needs it.
     features = projected_queries.unsqueeze(2) + projected_keys.unsqueeze(1)

@@ -3,8 +3,9 @@
 An exercise asks the learner to write a function (or a class) that the package already has. Its check
 runs the learner's code and the package's reference on the same seeded inputs -- several shapes, masks
 and dtypes, with edge cases such as a valid length of 0 or a sequence of length 1 -- and, where they
-disagree, compares the learner's answer with known-wrong variants of the reference to name the likely
-mistake ("softmax over the wrong axis", "s_t where s_{t-1} is needed", ...). A check never raises: an
+disagree, compares the learner's answer with the outputs of known mistakes to name the likely one ("softmax
+over the wrong axis", "s_t where s_{t-1} is needed", ...): each mistake is written once, beside its exercise,
+as the wrong code a learner writes (`Mistake(hint, wrong=softmax_wrong_axis)`). A check never raises: an
 exception in the learner's code is summarised (type, message, the learner's own line), and an untouched
 stub (whose body is ``raise NotImplementedError``) answers "not attempted yet".
 
@@ -20,7 +21,8 @@ A check has three parts, so that a grader can keep the learner's code away from 
 2. `Exercise.attempt(answer, case)` runs the learner's code on one case and returns plain data only
    (tensors, numbers, strings): the output, the tensor inputs as they were afterwards (to catch in-place
    mutation), or a summary of the exception -- the only part that runs learner code;
-3. `Exercise.judge(cases, attempts)` compares the attempts with the reference and its mistake variants.
+3. `Exercise.judge(cases, attempts)` compares the attempts with the reference and with the known mistakes'
+   outputs (the checks' own wrong code, run here: never the learner's).
 
 In a notebook, `check()` runs all three in the learner's kernel. `attn_course_tools.grading` runs part 2 in a
 sandboxed process and parts 1 and 3 in the grader, so nothing the learner's code does can change a grade.

@@ -2,9 +2,9 @@
 the bugs still there.
 
 A `BugHunt` is an `Exercise` whose stub is the buggy function itself (not ``raise NotImplementedError``). Its
-mistakes are the planted bugs and their combinations (`planted_mistakes`), so that a partial fix is told which
-bugs remain; an answer that still behaves exactly like the function as given, on every case, is "not
-attempted yet".
+mistakes are the planted bugs and their combinations (`planted_mistakes`), each the function with those bugs
+left in, so that a partial fix is told which bugs remain; an answer that still behaves exactly like the
+function as given, on every case, is "not attempted yet".
 """
 
 from __future__ import annotations
@@ -17,12 +17,21 @@ from typing import Any
 from attn_course.checks.core import FAILED, NOT_ATTEMPTED, Case, CheckResult, Exercise, Mistake, compare
 
 
-def planted_mistakes(bugs: Mapping[str, str], variant: Callable[..., Any]) -> list[Mistake]:
+def planted_mistakes(
+    bugs: Mapping[str, str],
+    variant: Callable[..., Any] | None = None,
+    *,
+    wrong: Callable[[frozenset[str]], Callable[..., Any]] | None = None,
+) -> list[Mistake]:
     """One Mistake per non-empty set of the planted `bugs` ({name: what is wrong, in words}), fewest first.
 
-    variant(inputs, remaining) -> the output of the function with the bugs named in `remaining` (a frozenset)
-    still in it and the others fixed. A message lists every bug that remains.
+    wrong(remaining) -> the function with the bugs named in `remaining` (a frozenset) still in it and the
+    others fixed, as a learner's partial fix reads (the exercise's signature): each mistake is that code.
+    variant(inputs, remaining) -> that function's output instead (the older form); give exactly one.
+    A message lists every bug that remains.
     """
+    if (variant is None) == (wrong is None):
+        raise ValueError("planted_mistakes needs exactly one of `wrong` and `variant`")
     mistakes = []
     for size in range(1, len(bugs) + 1):
         for names in itertools.combinations(bugs, size):
@@ -31,7 +40,10 @@ def planted_mistakes(bugs: Mapping[str, str], variant: Callable[..., Any]) -> li
             else:
                 remain = f"All {size}" if size == len(bugs) else f"{size} of the {len(bugs)}"
                 hint = f"{remain} planted bugs remain:\n" + "\n".join(f"- {bugs[n]}" for n in names)
-            mistakes.append(Mistake(hint, lambda i, n=frozenset(names): variant(i, n)))
+            if wrong is not None:
+                mistakes.append(Mistake(hint, wrong=wrong(frozenset(names))))
+            else:
+                mistakes.append(Mistake(hint, lambda i, n=frozenset(names): variant(i, n)))
     return mistakes
 
 

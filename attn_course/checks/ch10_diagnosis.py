@@ -7,11 +7,13 @@ Every case is one generated set of sentences of one kind -- healthy (each step p
 summing to 1, zeros on the padding), [1] with leftovers on the padded keys and steps (an unmasked softmax),
 [2] with every real row scaled by its own positive factor, [3] in float16 and [4] in bfloat16. The learner's
 function runs on each; the output is the five results, so a message says which presentation differs. The
-references are `attn_course.measure.diagnostics` on the rows cleaned and normalised over the real keys.
+references are `attn_course.measure.diagnostics` on the rows cleaned and normalised over the real keys; each
+mistake is written as the wrong answer that makes it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from numbers import Real
 from typing import Any
@@ -115,17 +117,13 @@ def _set_case(spec: dict[str, Any], names: str | tuple[str, ...]) -> Case:
     return Case(label, {"views": views, "src_valid_lens": src, "tgt_valid_lens": tgt}, spec, names)
 
 
-def _cleaned(weights: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, *, keys: str = "real",
-             renormalise: bool = True) -> torch.Tensor:
-    """float64 weights with the padded steps (and keys, unless keys="all") zeroed, each real row divided by
-    its total (over the real keys, or all of them)."""
-    w = weights.double()
-    real_steps, real_keys = _real_masks(src, tgt, *w.shape[1:])
-    w = w * real_steps * (real_keys if keys == "real" else True)
-    if renormalise:
-        total = w.sum(-1, keepdim=True)
-        w = torch.where(total > 0, w / total.clamp_min(1e-300), w)
-    return w
+def _cleaned(weights: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """float64 weights with the padded steps and keys zeroed, each real row divided by its total over the
+    real keys: what the package's diagnostics expect."""
+    real_steps, real_keys = _real_masks(src, tgt, *weights.shape[1:])
+    w = weights.double() * real_steps * real_keys
+    total = w.sum(-1, keepdim=True)
+    return torch.where(total > 0, w / total.clamp_min(1e-300), w)
 
 
 def _each_view(summary: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
@@ -160,28 +158,87 @@ def _learner_call(name: str) -> Callable[[Any, dict[str, Any]], Any]:
 # ---------------------------------------------------------------------------------------------- ch10.q1
 
 
-def _entropy(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int, *, keys: str = "real",
-             renormalise: bool = True, steps: str = "real", denominator: str = "real",
-             pool: str = "steps", one_key: str = "zero", half_nan: bool = False) -> float:
-    """The mean normalised entropy of one presentation, and its known-wrong variants."""
-    if half_nan and w.dtype == torch.float16 and bool((w == 0).any()):
-        return float("nan")                       # log(w + 1e-12) in half precision: log(0) * 0
-    p = _cleaned(w, src, tgt, keys=keys, renormalise=renormalise)
-    if steps == "all" and renormalise:            # the padded steps' own rows, normalised
-        raw = w.double() * (_real_masks(src, tgt, *w.shape[1:])[1] if keys == "real" else 1)
-        total = raw.sum(-1, keepdim=True)
-        p = torch.where(total > 0, raw / total.clamp_min(1e-300), raw)
-    h = -torch.special.xlogy(p, p).sum(-1)                                            # (batch, steps)
-    width = torch.full_like(src, w.shape[-1]) if denominator == "num_keys" else src
-    most = width.double().log()[:, None]
-    if denominator != "none":
-        h = h / most if one_key == "nan" else torch.where(most > 0, h / most.clamp_min(1e-300), 0.0)
-    real = torch.arange(w.shape[1])[None] < tgt[:, None]
-    if steps == "all":
-        real = torch.ones_like(real)
-    if pool == "sentences":
-        return float(((h * real).sum(1) / real.sum(1)).mean())
-    return float(h[real].mean())
+# The mistakes of ch10.q1 to ch10.q3, each written as a learner writes it. The helpers are the parts such an
+# answer gets right: the real steps and keys, each real row made a distribution over the real keys, each
+# step's entropy divided by log(src_valid_len) (0 for one key), and chapter 10's rule.
+def _real(weights, src_valid_lens, tgt_valid_lens):
+    positions = torch.arange(max(weights.shape[1:]), device=weights.device)
+    steps = positions[None, : weights.shape[1]] < tgt_valid_lens[:, None]
+    keys = positions[None, None, : weights.shape[2]] < src_valid_lens[:, None, None]
+    return steps, keys
+
+
+def _distributions(w, keys):
+    w = torch.where(keys, w.double(), 0.0)
+    return w / w.sum(-1, keepdim=True).clamp_min(1e-300)
+
+
+def _normalised(h, src_valid_lens):
+    most = src_valid_lens.double().log()[:, None]
+    return torch.where(most > 0, h / most.clamp_min(1e-300), 0.0)
+
+
+def _rule(h, c):
+    if c >= 0.6:
+        return "lazy"
+    return "frozen" if h >= 0.9 else "healthy"
+
+
+def _entropy(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    return _normalised(-torch.special.xlogy(p, p).sum(-1), src_valid_lens)[steps].mean().item()
+
+
+def entropy_rows_as_given(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = torch.where(keys, weights.double(), 0.0)
+    return _normalised(-torch.special.xlogy(p, p).sum(-1), src_valid_lens)[steps].mean().item()
+
+
+def entropy_padded_keys(weights, src_valid_lens, tgt_valid_lens):
+    steps, _ = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = weights.double() / weights.double().sum(-1, keepdim=True).clamp_min(1e-300)
+    return _normalised(-torch.special.xlogy(p, p).sum(-1), src_valid_lens)[steps].mean().item()
+
+
+def entropy_padded_steps(weights, src_valid_lens, tgt_valid_lens):
+    _, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    return _normalised(-torch.special.xlogy(p, p).sum(-1), src_valid_lens).mean().item()
+
+
+def entropy_over_log_num_keys(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    return (-torch.special.xlogy(p, p).sum(-1) / math.log(weights.shape[-1]))[steps].mean().item()
+
+
+def entropy_not_normalised(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    return (-torch.special.xlogy(p, p).sum(-1))[steps].mean().item()
+
+
+def entropy_per_sentence(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    h = _normalised(-torch.special.xlogy(p, p).sum(-1), src_valid_lens) * steps
+    return (h.sum(1) / steps.sum(1)).mean().item()
+
+
+def entropy_one_key_nan(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    p = _distributions(weights, keys)
+    return (-torch.special.xlogy(p, p).sum(-1) / src_valid_lens.double().log()[:, None])[steps].mean().item()
+
+
+def entropy_epsilon_in_half(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    w = torch.where(keys, weights, 0.0)                             # still in the weights' own dtype
+    p = w / w.sum(-1, keepdim=True)
+    h = -(p * torch.log(p + 1e-12)).sum(-1).double()
+    return _normalised(h, src_valid_lens)[steps].mean().item()
 
 
 def _entropy_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
@@ -191,10 +248,6 @@ def _entropy_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor,
 
 _DEFAULTS = {"seed": 0, "kind": "healthy", "batch_size": 4, "num_keys": 9, "num_steps": 9, "min_keys": 4,
              "min_steps": 3, "src_valid_lens": "random", "tgt_valid_lens": "random"}
-
-
-def _entropy_variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
-    return _each_view(lambda w, s, t, i: _entropy(w, s, t, i, **options))
 
 
 MEAN_ENTROPY = Exercise(
@@ -242,33 +295,33 @@ def mean_normalised_entropy(weights, src_valid_lens, tgt_valid_lens):
         Mistake("The rows were used as they are: a real row need not sum to 1 over the real keys (leftovers "
                 "on the padding, a scale factor), and -sum p log p is an entropy only for a distribution. "
                 "Divide each real row by its total over the real keys first.",
-                _entropy_variant(renormalise=False)),
+                wrong=entropy_rows_as_given),
         Mistake("The padded keys counted: a row's leftovers on positions >= src_valid_lens are not part "
                 "of the "
                 "sentence. Keep only the real keys, then make the row a distribution over them.",
-                _entropy_variant(keys="all")),
+                wrong=entropy_padded_keys),
         Mistake("The padded decoder steps counted in the mean: average over the steps t < "
                 "tgt_valid_lens only.",
-                _entropy_variant(steps="all")),
+                wrong=entropy_padded_steps),
         Mistake("You divided by log(num_keys), the padded width: the most a step can have is the log of its "
                 "sentence's real keys, log(src_valid_lens).",
-                _entropy_variant(denominator="num_keys")),
+                wrong=entropy_over_log_num_keys),
         Mistake("Not normalised: that is the entropy in nats; divide each step's entropy by "
                 "log(src_valid_lens) "
                 "so that uniform rows give 1 whatever the sentence's length.",
-                _entropy_variant(denominator="none")),
+                wrong=entropy_not_normalised),
         Mistake("You averaged per sentence, then over sentences: the mean is over all the real steps of the "
                 "batch, each step counted once (a long sentence weighs more).",
-                _entropy_variant(pool="sentences")),
+                wrong=entropy_per_sentence),
         Mistake("A sentence of one real key gives 0 / log(1) = 0 / 0 = NaN: it has nothing to choose "
                 "between, "
                 "so its steps count 0.",
-                _entropy_variant(one_key="nan")),
+                wrong=entropy_one_key_nan),
         Mistake("NaN on the half-precision weights: in float16 and bfloat16 a tiny epsilon such as "
                 "1e-12 is 0, "
                 "so log(w + eps) is still log(0) where w is 0. Compute in float64 (or float32), and use the "
                 "log only where the weight is positive.",
-                _entropy_variant(half_nan=True)),
+                wrong=entropy_epsilon_in_half),
     ],
     error_hints=[
         TENSOR_NUMBER_HINT,
@@ -285,32 +338,52 @@ def mean_normalised_entropy(weights, src_valid_lens, tgt_valid_lens):
 # ---------------------------------------------------------------------------------------------- ch10.q2
 
 
-def _concentration(w: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int, *,
-                   keys: str = "real", renormalise: bool = True, steps: str = "real", share: str = "real",
-                   reduce: str = "column", pool: str = "sentences") -> float:
-    """The mean concentration of one presentation, and its known-wrong variants."""
-    p = _cleaned(w, src, tgt, keys=keys, renormalise=renormalise)
-    if steps == "all":
-        padded = ~_real_masks(src, tgt, *w.shape[1:])[0]
-        p = p + w.double() * padded * (_real_masks(src, tgt, *w.shape[1:])[1] if keys == "real" else 1)
-    if reduce == "row_peak":
-        real = torch.arange(w.shape[1])[None] < tgt[:, None]
-        return float(((p.max(-1).values * real).sum(1) / tgt).mean())
-    column = p.sum(1)                                                        # (batch, num_keys)
-    top = column.max(-1).values
-    total = torch.full_like(top, w.shape[1]) if share == "num_steps" else column.sum(-1)
-    if pool == "batch":
-        return float(top.sum() / total.sum())
-    return float((top / total).mean())
+def _top_share(p):
+    column = p.sum(1)                                                   # (batch, num_keys)
+    return column.max(-1).values / column.sum(-1)
+
+
+def _concentration(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    return _top_share(_distributions(weights, keys & steps[..., None])).mean().item()
+
+
+def concentration_padded_steps(weights, src_valid_lens, tgt_valid_lens):
+    _, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    return _top_share(_distributions(weights, keys)).mean().item()
+
+
+def concentration_padded_keys(weights, src_valid_lens, tgt_valid_lens):
+    steps, _ = _real(weights, src_valid_lens, tgt_valid_lens)
+    return _top_share(_distributions(weights, steps[..., None])).mean().item()
+
+
+def concentration_rows_as_given(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    return _top_share(torch.where(keys & steps[..., None], weights.double(), 0.0)).mean().item()
+
+
+def concentration_row_peaks(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    peaks = _distributions(weights, keys & steps[..., None]).max(-1).values
+    return ((peaks * steps).sum(1) / tgt_valid_lens).mean().item()
+
+
+def concentration_over_num_steps(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    column = _distributions(weights, keys & steps[..., None]).sum(1)
+    return (column.max(-1).values / weights.shape[1]).mean().item()
+
+
+def concentration_pooled(weights, src_valid_lens, tgt_valid_lens):
+    steps, keys = _real(weights, src_valid_lens, tgt_valid_lens)
+    column = _distributions(weights, keys & steps[..., None]).sum(1)
+    return (column.max(-1).values.sum() / column.sum()).item()
 
 
 def _concentration_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> float:
     concentration = resolve("attn_course.measure.diagnostics.attention_concentration")
     return float(concentration(_cleaned(view, src, tgt), src, tgt).mean())
-
-
-def _concentration_variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
-    return _each_view(lambda w, s, t, i: _concentration(w, s, t, i, **options))
 
 
 MEAN_CONCENTRATION = Exercise(
@@ -356,23 +429,23 @@ def mean_concentration(weights, src_valid_lens, tgt_valid_lens):
     mistakes=[
         Mistake("The padded decoder steps counted: their rows hold weights too, so keep only the steps "
                 "t < tgt_valid_lens before adding up each column.",
-                _concentration_variant(steps="all")),
+                wrong=concentration_padded_steps),
         Mistake("The padded keys counted: a leftover column at a position >= src_valid_lens is not a source "
                 "word; keep only the real keys, and make each real row a distribution over them.",
-                _concentration_variant(keys="all")),
+                wrong=concentration_padded_keys),
         Mistake("The rows were used as they are: a real row need not sum to 1 over the real keys, so a "
                 "row with "
                 "more mass weighs more in the columns. Divide each real row by its total first.",
-                _concentration_variant(renormalise=False)),
+                wrong=concentration_rows_as_given),
         Mistake("That is the mean over steps of each row's largest weight (how sharp the rows are): the "
                 "concentration adds up each column first, so sharp rows on different words give a low value.",
-                _concentration_variant(reduce="row_peak")),
+                wrong=concentration_row_peaks),
         Mistake("You divided by num_steps, the padded number of steps: the share is of the sentence's real "
                 "steps' attention only.",
-                _concentration_variant(share="num_steps")),
+                wrong=concentration_over_num_steps),
         Mistake("The batch was pooled (all the top columns over all the attention): the concentration is a "
                 "share per sentence, then the mean over the sentences.",
-                _concentration_variant(pool="batch")),
+                wrong=concentration_pooled),
     ],
     error_hints=[
         TENSOR_NUMBER_HINT,
@@ -390,15 +463,6 @@ def mean_concentration(weights, src_valid_lens, tgt_valid_lens):
 # ---------------------------------------------------------------------------------------------- ch10.q3
 
 
-def _verdict(entropy: float, concentration: float) -> str:
-    """The chapter's rule (thresholds COLLAPSED_CONCENTRATION and NEAR_UNIFORM_ENTROPY) in this exercise's
-    words; the mistake variants pass it the numbers their mistake gives."""
-    diagnostics = resolve("attn_course.measure.diagnostics")
-    if concentration >= diagnostics.COLLAPSED_CONCENTRATION:
-        return "lazy"
-    return "frozen" if entropy >= diagnostics.NEAR_UNIFORM_ENTROPY else "healthy"
-
-
 def _diagnosis_reference(view: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, index: int) -> str:
     diagnose = resolve("attn_course.measure.diagnostics.diagnose")
     return _VERDICTS[diagnose(_cleaned(view, src, tgt), src, tgt).verdict]
@@ -409,24 +473,53 @@ _PADDED_STEPS_VERDICT = ("The padded decoder steps changed the verdict: their ro
                          "the steps t < tgt_valid_lens.")
 
 
-def _diagnosis_variant(rule: Callable[[float, float], str] = _verdict, *, columns: str = "", **options: Any
-                       ) -> Callable[[dict[str, Any]], Any]:
-    """A known-wrong verdict: the rule on the numbers a mistake gives (columns="all steps": padded steps
-    counted in the concentration only)."""
-    entropy_options = dict(options)
-    concentration_options = {k: v for k, v in options.items() if k != "half_nan"}
-    if columns:
-        concentration_options["steps"] = "all"
-    return _each_view(lambda w, s, t, i: rule(_entropy(w, s, t, i, **entropy_options),
-                                              _concentration(w, s, t, i, **concentration_options)))
+def diagnosis_entropy_alone(weights, src_valid_lens, tgt_valid_lens):
+    return "frozen" if _entropy(weights, src_valid_lens, tgt_valid_lens) >= 0.9 else "healthy"
 
 
-def _swapped(entropy: float, concentration: float) -> str:
-    return {"lazy": "frozen", "frozen": "lazy"}.get(_verdict(entropy, concentration), "healthy")
+def diagnosis_concentration_alone(weights, src_valid_lens, tgt_valid_lens):
+    return "lazy" if _concentration(weights, src_valid_lens, tgt_valid_lens) >= 0.6 else "healthy"
 
 
-def _package_words(entropy: float, concentration: float) -> str:
-    return {v: k for k, v in _VERDICTS.items()}[_verdict(entropy, concentration)]
+def diagnosis_swapped(weights, src_valid_lens, tgt_valid_lens):
+    h = _entropy(weights, src_valid_lens, tgt_valid_lens)
+    c = _concentration(weights, src_valid_lens, tgt_valid_lens)
+    if c >= 0.6:
+        return "frozen"
+    return "lazy" if h >= 0.9 else "healthy"
+
+
+def diagnosis_in_the_packages_words(weights, src_valid_lens, tgt_valid_lens):
+    h = _entropy(weights, src_valid_lens, tgt_valid_lens)
+    c = _concentration(weights, src_valid_lens, tgt_valid_lens)
+    if c >= 0.6:
+        return "collapsed"
+    return "near-uniform" if h >= 0.9 else "looking"
+
+
+def diagnosis_padded_steps(weights, src_valid_lens, tgt_valid_lens):
+    return _rule(entropy_padded_steps(weights, src_valid_lens, tgt_valid_lens),
+                 concentration_padded_steps(weights, src_valid_lens, tgt_valid_lens))
+
+
+def diagnosis_padded_steps_in_the_columns(weights, src_valid_lens, tgt_valid_lens):
+    return _rule(_entropy(weights, src_valid_lens, tgt_valid_lens),
+                 concentration_padded_steps(weights, src_valid_lens, tgt_valid_lens))
+
+
+def diagnosis_padded_keys(weights, src_valid_lens, tgt_valid_lens):
+    return _rule(entropy_padded_keys(weights, src_valid_lens, tgt_valid_lens),
+                 concentration_padded_keys(weights, src_valid_lens, tgt_valid_lens))
+
+
+def diagnosis_rows_as_given(weights, src_valid_lens, tgt_valid_lens):
+    return _rule(entropy_rows_as_given(weights, src_valid_lens, tgt_valid_lens),
+                 concentration_rows_as_given(weights, src_valid_lens, tgt_valid_lens))
+
+
+def diagnosis_epsilon_in_half(weights, src_valid_lens, tgt_valid_lens):
+    return _rule(entropy_epsilon_in_half(weights, src_valid_lens, tgt_valid_lens),
+                 _concentration(weights, src_valid_lens, tgt_valid_lens))
 
 
 DIAGNOSIS = Exercise(
@@ -480,31 +573,31 @@ def diagnose_attention(weights, src_valid_lens, tgt_valid_lens):
     mistakes=[
         Mistake("A verdict from the entropy alone: a lazy model's rows are sharp too (every step is sure, of "
                 "the same word), so low entropy cannot tell lazy from healthy; the concentration can.",
-                _diagnosis_variant(lambda h, c: "frozen" if h >= 0.9 else "healthy")),
+                wrong=diagnosis_entropy_alone),
         Mistake("A verdict from the concentration alone: uniform rows spread the attention as evenly as a "
                 "moving alignment (1/S on the diagonal), so it cannot tell frozen from healthy; the entropy "
                 "can.",
-                _diagnosis_variant(lambda h, c: "lazy" if c >= 0.6 else "healthy")),
+                wrong=diagnosis_concentration_alone),
         Mistake("Frozen and lazy are swapped: frozen attention is near uniform (high entropy), lazy "
                 "attention "
                 "piles onto one position (high concentration).",
-                _diagnosis_variant(_swapped)),
+                wrong=diagnosis_swapped),
         Mistake("Those are the package's words (looking, near-uniform, collapsed): answer with 'healthy', "
                 "'frozen' or 'lazy'.",
-                _diagnosis_variant(_package_words)),
-        Mistake(_PADDED_STEPS_VERDICT, _diagnosis_variant(steps="all")),
-        Mistake(_PADDED_STEPS_VERDICT, _diagnosis_variant(columns="all steps")),
+                wrong=diagnosis_in_the_packages_words),
+        Mistake(_PADDED_STEPS_VERDICT, wrong=diagnosis_padded_steps),
+        Mistake(_PADDED_STEPS_VERDICT, wrong=diagnosis_padded_steps_in_the_columns),
         Mistake("The padded keys changed the verdict: leftovers on positions >= src_valid_lens are not "
                 "source "
                 "words; use only the real keys, and make each real row a distribution over them.",
-                _diagnosis_variant(keys="all")),
+                wrong=diagnosis_padded_keys),
         Mistake("Rows that do not sum to 1 changed the verdict: divide each real row by its total over "
                 "the real "
                 "keys before measuring it.",
-                _diagnosis_variant(renormalise=False)),
+                wrong=diagnosis_rows_as_given),
         Mistake("The half-precision weights changed the verdict (a NaN entropy: log(0) where a tiny epsilon "
                 "rounds to 0 in float16 and bfloat16): compute in float64 or float32.",
-                _diagnosis_variant(half_nan=True)),
+                wrong=diagnosis_epsilon_in_half),
     ],
     error_hints=[
         TENSOR_NUMBER_HINT,

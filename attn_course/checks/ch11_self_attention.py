@@ -1,9 +1,10 @@
 """Chapter 11's exercises, self-attention: the causal + padding mask (ch11.q1) and multi-head attention's
 split into heads and merge back (ch11.q2).
 
-Their references are `attn_course.attention.multihead`; the mistakes named include the upper triangle for the lower, a
-diagonal left out or one too many, padding on the query axis, heads split with a reshape that mixes positions
-and heads, a missing 1/sqrt(d_head), and lengths tiled instead of repeated per head.
+Their references are `attn_course.attention.multihead`; each mistake is written as the wrong answer that
+makes it: the upper triangle for the lower, a diagonal left out or one too many, padding on the query axis,
+heads split with a reshape that mixes positions and heads, a missing 1/sqrt(d_head), lengths tiled instead
+of repeated per head, and more.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ import math
 from typing import Any
 
 import torch
-from torch.nn import functional as F
 
+from attn_course.attention.masking import masked_softmax
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    finite_masked_softmax,
     lens_text,
     seeded_randn,
     spec_dtype,
@@ -34,27 +34,54 @@ def _mask_case(spec: dict[str, Any]) -> Case:
     return Case(f"{lens_text(lens)}, num_steps {n}", {"valid_lens": lens, "num_steps": n}, spec, "the mask")
 
 
-def _mask(
-    inputs: dict[str, Any], *, causal: str = "lower", padding: str = "keys", combine: str = "and"
-) -> torch.Tensor:
-    """The mask (batch_size, n, n), or a wrong one: causal "lower" (j <= i), "upper", "strict" (j < i),
-    "plus_one" (j <= i + 1), "none"; padding "keys" (j < len), "queries" (i < len), "both" (i, j < len),
-    "none"; combine "and" (right) or "or"."""
+def _mask_reference(inputs: dict[str, Any]) -> torch.Tensor:
+    """The package's per-query lengths (`attention_lens`, causal) as a mask (batch_size, n, n): True where
+    key j < the query's length."""
     lens, n = inputs["valid_lens"], inputs["num_steps"]
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    rule = {"lower": j <= i, "upper": j >= i, "strict": j < i, "plus_one": j <= i + 1,
-            "none": torch.ones(n, n, dtype=torch.bool)}[causal]
-    if padding == "keys":
-        pad = torch.arange(n)[None, None, :] < lens[:, None, None]
-    elif padding == "queries":
-        pad = torch.arange(n)[None, :, None] < lens[:, None, None]
-    elif padding == "both":
-        real = torch.arange(n)[None, :] < lens[:, None]
-        pad = real[:, :, None] & real[:, None, :]
-    else:
-        pad = torch.ones(1, 1, 1, dtype=torch.bool)
-    mask = rule[None] | pad if combine == "or" else rule[None] & pad
-    return mask.expand(len(lens), n, n).clone()
+    attention_lens = resolve("attn_course.attention.multihead.attention_lens")
+    per_query = attention_lens(lens, len(lens), n, n, True, lens.device)
+    return torch.arange(n, device=lens.device)[None, None, :] < per_query[..., None]
+
+
+# The mistakes of ch11.q1, each written as a learner writes it.
+def causal_mask_triu(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).triu()
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_strict(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril(-1)
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_plus_one(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril(1)
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_no_padding(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return causal[None].expand(len(valid_lens), -1, -1)
+
+
+def causal_mask_padding_only(valid_lens, num_steps):
+    keep = torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None]
+    return keep.expand(-1, num_steps, -1)
+
+
+def causal_mask_padding_on_queries(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return causal[None] & (torch.arange(num_steps)[None, :, None] < valid_lens[:, None, None])
+
+
+def causal_mask_or(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return causal[None] | (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_inverted(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    return ~(causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None]))
 
 
 CAUSAL_MASK = Exercise(
@@ -89,31 +116,31 @@ def causal_padding_mask(valid_lens, num_steps):
     ],
     build=_mask_case,
     call=lambda answer, i: answer(i["valid_lens"], i["num_steps"]),
-    reference=lambda i: _mask(i),
+    reference=_mask_reference,
     mistakes=[
         Mistake(
             "This is the upper triangle: query i sees the keys *after* it (j >= i). A decoder may look back, "
             "not ahead: keep j <= i (torch.tril, not torch.triu).",
-            lambda i: _mask(i, causal="upper"),
+            wrong=causal_mask_triu,
         ),
         Mistake(
             "Off by one: the diagonal is masked, so query i cannot see its own position (and query 0 sees "
             "nothing). Keep j <= i, not j < i.",
-            lambda i: _mask(i, causal="strict"),
+            wrong=causal_mask_strict,
         ),
         Mistake(
             "Off by one: query i also sees position i + 1, the word it must predict. Keep j <= i.",
-            lambda i: _mask(i, causal="plus_one"),
+            wrong=causal_mask_plus_one,
         ),
         Mistake(
             "The padding is not masked: only the causal triangle is applied. Keys at positions j >= "
             "valid_lens[b] are padding and must be False too.",
-            lambda i: _mask(i, padding="none"),
+            wrong=causal_mask_no_padding,
         ),
         Mistake(
             "The causal triangle is missing: only the padding is masked, so every query sees the whole "
             "sentence, later words included.",
-            lambda i: _mask(i, causal="none"),
+            wrong=causal_mask_padding_only,
         ),
         Mistake(
             # With j <= i, padding on the rows alone and on both axes give the same mask: one hint for both.
@@ -121,17 +148,17 @@ def causal_padding_mask(valid_lens, num_steps):
             "triangle the two give the same mask): padded queries, rows i >= valid_lens[b], lost every key. "
             "What must be hidden is a padding *key*, column j >= valid_lens[b], for every query; drop the "
             "condition on the rows.",
-            lambda i: _mask(i, padding="queries"),
+            wrong=causal_mask_padding_on_queries,
         ),
         Mistake(
             "The two conditions are combined with `|`: a key may be attended only when it is in the past "
             "(j <= i) *and* real (j < valid_lens[b]), so combine them with `&`.",
-            lambda i: _mask(i, combine="or"),
+            wrong=causal_mask_or,
         ),
         Mistake(
             "The mask is inverted: True must mean 'may attend' (the convention of "
             "F.scaled_dot_product_attention's boolean attn_mask), not 'masked out'.",
-            lambda i: ~_mask(i),
+            wrong=causal_mask_inverted,
         ),
     ],
     error_hints=[
@@ -167,64 +194,87 @@ def _mha_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, ("the outputs", "the weights"))
 
 
-def _split_right(X: torch.Tensor, h: int) -> torch.Tensor:
-    b, n, d = X.shape
-    return X.reshape(b, n, h, d // h).transpose(1, 2).reshape(b * h, n, d // h)
+# The mistakes of ch11.q2, each written as a learner writes it: `_multi_head` is a learner's answer with the
+# slip named by `bug` (None: right), each mistake below one of them.
+def _multi_head(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, valid_lens=None, *, bug=None):
+    b, n_q, d = queries.shape
+    d_head = d // num_heads
 
+    def split(X):
+        if bug == "view":
+            return X.reshape(b * num_heads, X.shape[1], d_head)
+        if bug in ("strided", "strided_split"):
+            X = X.reshape(b, X.shape[1], d_head, num_heads).permute(0, 3, 1, 2)
+            return X.reshape(-1, X.shape[2], d_head)
+        X = X.reshape(b, X.shape[1], num_heads, d_head).transpose(1, 2)
+        return X.reshape(b * num_heads, -1, d_head)
 
-def _split_view(X: torch.Tensor, h: int) -> torch.Tensor:
-    """The wrong split: X.reshape(b * h, n, d_head) without moving the heads first (mixes positions)."""
-    b, n, d = X.shape
-    return X.reshape(b * h, n, d // h)
+    def project(X, W, name):
+        untransposed = bug == "X @ W" or (bug == "X @ W but W_o" and name != "W_o")
+        return X @ W if untransposed else X @ W.T
 
-
-def _split_strided(X: torch.Tensor, h: int) -> torch.Tensor:
-    """Head k gets features k, k + h, k + 2h, ...: the last axis viewed as (d_head, h), not (h, d_head)."""
-    b, n, d = X.shape
-    return X.reshape(b, n, d // h, h).permute(0, 3, 1, 2).reshape(b * h, n, d // h)
-
-
-def _merge_right(X: torch.Tensor, h: int) -> torch.Tensor:
-    bh, n, dh = X.shape
-    return X.reshape(bh // h, h, n, dh).transpose(1, 2).reshape(bh // h, n, h * dh)
-
-
-def _merge_view(X: torch.Tensor, h: int) -> torch.Tensor:
-    bh, n, dh = X.shape
-    return X.reshape(bh // h, n, h * dh)
-
-
-def _merge_strided(X: torch.Tensor, h: int) -> torch.Tensor:
-    bh, n, dh = X.shape
-    return X.reshape(bh // h, h, n, dh).permute(0, 2, 3, 1).reshape(bh // h, n, h * dh)
-
-
-_SPLITS = {"right": (_split_right, _merge_right), "view": (_split_view, _merge_view),
-           "strided": (_split_strided, _merge_strided), "strided_split": (_split_strided, _merge_right),
-           "no_merge_transpose": (_split_right, _merge_view)}
-
-
-def _mha(inputs: dict[str, Any], *, split: str = "right", scale: str = "d_head", lens: str = "interleave",
-         output_layer: bool = True, mask: bool = True,
-         untransposed: tuple[str, ...] = ()) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Multi-head attention, or a learner's wrong version of it (see the mistakes)."""
-    q, k, v, h = inputs["queries"], inputs["keys"], inputs["values"], inputs["num_heads"]
-    # X @ W instead of X @ W.T for the weights named in `untransposed`: F.linear with them transposed.
-    inputs = dict(inputs, **{w: inputs[w].T for w in untransposed})
-    valid_lens = inputs["valid_lens"] if mask else None
-    b, num_queries, d = q.shape
-    split_heads, merge_heads = _SPLITS[split]
-    pairs = ((q, "W_q"), (k, "W_k"), (v, "W_v"))
-    qh, kh, vh = (split_heads(F.linear(x, inputs[w]), h) for x, w in pairs)
-    divisor = {"d_head": math.sqrt(d // h), "d": math.sqrt(d), "none": 1.0}[scale]
-    scores = torch.bmm(qh, kh.transpose(1, 2)) / divisor
+    q, k, v = (split(project(X, W, n)) for X, W, n in ((queries, W_q, "W_q"), (keys, W_k, "W_k"),
+                                                       (values, W_v, "W_v")))
+    if valid_lens is not None and bug == "unmasked":
+        valid_lens = None
     if valid_lens is not None:
-        valid_lens = (valid_lens.repeat_interleave(h, dim=0) if lens == "interleave"
-                      else valid_lens.repeat(h, *([1] * (valid_lens.dim() - 1))))
-    weights = finite_masked_softmax(scores, valid_lens)
-    context = merge_heads(torch.bmm(weights, vh), h)
-    outputs = F.linear(context, inputs["W_o"]) if output_layer else context
-    return outputs, weights.reshape(b, h, num_queries, -1)
+        valid_lens = (valid_lens.repeat(num_heads, *([1] * (valid_lens.dim() - 1))) if bug == "tile"
+                      else valid_lens.repeat_interleave(num_heads, dim=0))
+    scale = 1.0 if bug == "unscaled" else math.sqrt(d if bug == "sqrt_d" else d_head)
+    weights = masked_softmax(q @ k.transpose(1, 2) / scale, valid_lens)
+    context = weights @ v
+    if bug in ("view", "merge_view"):
+        context = context.reshape(b, n_q, d)
+    elif bug == "strided":
+        context = context.reshape(b, num_heads, n_q, d_head).permute(0, 2, 3, 1).reshape(b, n_q, d)
+    else:
+        context = context.reshape(b, num_heads, n_q, d_head).transpose(1, 2).reshape(b, n_q, d)
+    outputs = context if bug == "no_W_o" else project(context, W_o, "W_o")
+    return outputs, weights.reshape(b, num_heads, n_q, -1)
+
+
+def mha_view_split(*args):
+    return _multi_head(*args, bug="view")
+
+
+def mha_strided_heads(*args):
+    return _multi_head(*args, bug="strided")
+
+
+def mha_strided_split_only(*args):
+    return _multi_head(*args, bug="strided_split")
+
+
+def mha_projections_untransposed(*args):
+    return _multi_head(*args, bug="X @ W")
+
+
+def mha_input_projections_untransposed(*args):
+    return _multi_head(*args, bug="X @ W but W_o")
+
+
+def mha_merge_without_transpose(*args):
+    return _multi_head(*args, bug="merge_view")
+
+
+def mha_unscaled(*args):
+    return _multi_head(*args, bug="unscaled")
+
+
+def mha_scaled_by_d(*args):
+    return _multi_head(*args, bug="sqrt_d")
+
+
+def mha_tiled_lens(*args):
+    return _multi_head(*args, bug="tile")
+
+
+def mha_no_output_layer(*args):
+    return _multi_head(*args, bug="no_W_o")
+
+
+def mha_unmasked(*args):
+    return _multi_head(*args, bug="unmasked")
 
 
 def _mha_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -237,14 +287,6 @@ def _mha_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
             getattr(layer, name).weight.copy_(inputs[name])
     with torch.no_grad():
         return layer(q, inputs["keys"], inputs["values"], inputs["valid_lens"])
-
-
-def _tiled_lens(inputs: dict[str, Any]):
-    """The tiled-lengths mistake only shows when the sequences' lengths differ."""
-    lens = inputs["valid_lens"]
-    if lens is None or bool((lens == lens[:1]).all()):
-        return None
-    return _mha(inputs, lens="tile")
 
 
 _STRIDED = (
@@ -315,45 +357,45 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             "The heads are split with a plain reshape to (batch_size * num_heads, n, d_head): that cuts the "
             "sequence axis, not the features, so a head mixes several positions. Reshape to (batch_size, n, "
             "num_heads, d_head) first, then move the heads next to the batch (transpose), then flatten.",
-            lambda i: _mha(i, split="view"),
+            wrong=mha_view_split,
         ),
         Mistake(
             _STRIDED,
-            lambda i: _mha(i, split="strided"),
+            wrong=mha_strided_heads,
         ),
-        Mistake(_STRIDED, lambda i: _mha(i, split="strided_split")),
-        Mistake(_UNTRANSPOSED, lambda i: _mha(i, untransposed=("W_q", "W_k", "W_v", "W_o"))),
-        Mistake(_UNTRANSPOSED, lambda i: _mha(i, untransposed=("W_q", "W_k", "W_v"))),
+        Mistake(_STRIDED, wrong=mha_strided_split_only),
+        Mistake(_UNTRANSPOSED, wrong=mha_projections_untransposed),
+        Mistake(_UNTRANSPOSED, wrong=mha_input_projections_untransposed),
         Mistake(
             "The heads are merged with a plain reshape: after the attention the heads sit next to the batch "
             "axis, so move them back beside the features (transpose) before flattening to "
             "(batch_size, n, d).",
-            lambda i: _mha(i, split="no_merge_transpose"),
+            wrong=mha_merge_without_transpose,
         ),
         Mistake(
             "The scores are not scaled: each head divides its q·k by sqrt(d_head), the size of its own "
             "vectors.",
-            lambda i: _mha(i, scale="none"),
+            wrong=mha_unscaled,
         ),
         Mistake(
             "The scores are divided by sqrt(d), the full width; each head's vectors have d_head = d / "
             "num_heads features, so divide by sqrt(d_head).",
-            lambda i: _mha(i, scale="d"),
+            wrong=mha_scaled_by_d,
         ),
         Mistake(
             "The lengths are tiled (valid_lens.repeat) where each must be repeated num_heads times in a row "
             "(repeat_interleave): row b * num_heads + k of the split tensors is sequence b, so its heads "
             "got other sequences' lengths.",
-            _tiled_lens,
+            wrong=mha_tiled_lens,
         ),
         Mistake(
             "The output projection W_o is missing: the concatenated heads go through W_o (sec. 3.2.2).",
-            lambda i: _mha(i, output_layer=False),
+            wrong=mha_no_output_layer,
         ),
         Mistake(
             "The mask is not applied: keys beyond valid_lens get weight. Pass every head's scores and "
             "lengths to `masked_softmax`.",
-            lambda i: _mha(i, mask=False),
+            wrong=mha_unmasked,
         ),
     ],
     error_hints=[
@@ -363,6 +405,6 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
             "valid_lens needs one length per row, each sequence's length repeated for its heads.",
         ),
     ],
-    package=["attn_course.attention.multihead.MultiHeadAttention", "attn_course.attention.multihead.split_heads",
-             "attn_course.attention.multihead.merge_heads"],
+    package=["attn_course.attention.multihead.MultiHeadAttention",
+             "attn_course.attention.multihead.split_heads", "attn_course.attention.multihead.merge_heads"],
 )

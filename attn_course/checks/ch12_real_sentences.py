@@ -2,18 +2,20 @@
 (ch12.q1), and corpus BLEU by source length against every accepted translation (ch12.q2).
 
 ch12.q1: every case is one sentence pair's attention, shown five ways as in chapter 10 -- [0] as
-`attn_course.measure.evaluation.forced_attention` gives it, [1] padded as in a batch (leftovers on the padding), [2]
-with every row scaled by its own factor (rows that do not sum to 1, as local-p gives them), [3] in float16
-and [4] in bfloat16 -- and the output is the five counts. The reference is
-`attn_course.measure.diagnostics.alignment_crossings`. ch12.q2: every case is a handful of English sentences with
-their French translations (1 to 4 each, as Tatoeba has them) and a hypothesis per sentence, made from one of
-them by a seeded edit; the reference is `attn_course.measure.metrics.bleu_by_length(..., score=multi_reference_bleu)`.
+`attn_course.measure.evaluation.forced_attention` gives it, [1] padded as in a batch (leftovers on the
+padding), [2] with every row scaled by its own factor (rows that do not sum to 1, as local-p gives them), [3]
+in float16 and [4] in bfloat16 -- and the output is the five counts. The reference is
+`attn_course.measure.diagnostics.alignment_crossings`. ch12.q2: every case is a handful of English sentences
+with their French translations (1 to 4 each, as Tatoeba has them) and a hypothesis per sentence, made from one
+of them by a seeded edit; the reference is
+`attn_course.measure.metrics.bleu_by_length(..., score=multi_reference_bleu)`. Each mistake of either is
+written as the wrong answer that makes it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from numbers import Integral
 from typing import Any
 
@@ -23,6 +25,7 @@ from sacrebleu.metrics import BLEU
 from attn_course.checks.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import spec_generator, spec_size
+from attn_course.measure.metrics import BLEU_SETTINGS, multi_reference_bleu
 
 # ---------------------------------------------------------------------------------------------- ch12.q1
 _VIEWS = ("as given", "padded as in a batch", "rows rescaled", "float16", "bfloat16")
@@ -112,42 +115,74 @@ def _crossings_case(spec: dict[str, Any]) -> Case:
     return Case(label, {"views": views, "src_len": src_len, "tgt_len": tgt_len}, spec, _NAMES)
 
 
-def _sliced(view: torch.Tensor, src_len: int, tgt_len: int, rows: str, cols: str) -> torch.Tensor:
-    """The block a learner reads: rows "real" (< tgt_len), "eos" (<= tgt_len), "tensor" (all but the
-    tensor's last), "all" or "shifted" (1 to tgt_len, as if row 0 belonged to <bos>); columns likewise with
-    src_len."""
-    bounds = {"real": 0, "eos": 1}
-    row_end = tgt_len + bounds[rows] if rows in bounds else (-1 if rows == "tensor" else None)
-    col_end = src_len + bounds[cols] if cols in bounds else (-1 if cols == "tensor" else None)
-    if rows == "shifted":
-        return view[1 : tgt_len + 1, :col_end]
-    return view[:row_end, :col_end]
+# The mistakes of ch12.q1, each written as a learner writes it; `_pairs` is the count they get right: the
+# pairs t1 < t2 with a_t1 > a_t2.
+def _pairs(a):
+    return sum(a[i] > a[j] for i in range(len(a)) for j in range(i + 1, len(a)))
 
 
-def _count(aligned: Sequence[int], *, ties: bool = False, pairs: str = "once") -> int:
-    """Crossing pairs of `aligned`: "once" (t1 < t2), "twice" (both orders), "distinct" (t1 != t2 with
-    a_t1 > a_t2: every pair on different words) or "adjacent" (t and t + 1 only); ties count if `ties`."""
-    n = len(aligned)
-
-    def crosses(a1: int, a2: int) -> bool:
-        return a1 >= a2 if ties else a1 > a2
-
-    if pairs == "adjacent":
-        return sum(crosses(aligned[t], aligned[t + 1]) for t in range(n - 1))
-    if pairs == "distinct":
-        return sum(aligned[t1] > aligned[t2] for t1 in range(n) for t2 in range(n) if t1 != t2)
-    once = sum(crosses(aligned[t1], aligned[t2]) for t1 in range(n) for t2 in range(t1 + 1, n))
-    return 2 * once if pairs == "twice" else once
+def crossings_down_the_columns(weights, src_len, tgt_len):
+    return _pairs(weights[:tgt_len, :src_len].argmax(dim=0).tolist())
 
 
-def _crossings(view: torch.Tensor, src_len: int, tgt_len: int, *, rows: str = "real", cols: str = "real",
-               axis: str = "rows", as_float: bool = False, **counting: Any) -> int | float:
-    """The crossings of one presentation, or a known-wrong variant: which rows and columns are read, the
-    argmax along the rows (right) or down the columns (source -> target), how pairs are counted."""
-    block = _sliced(view, src_len, tgt_len, rows, cols)
-    aligned = block.argmax(dim=1 if axis == "rows" else 0).tolist()
-    count = _count(aligned, **counting)
-    return float(count) if as_float else count
+def crossings_rows_shifted(weights, src_len, tgt_len):
+    return _pairs(weights[1 : tgt_len + 1, :src_len].argmax(dim=1).tolist())
+
+
+def crossings_eos_row(weights, src_len, tgt_len):
+    return _pairs(weights[: tgt_len + 1, :src_len].argmax(dim=1).tolist())
+
+
+def crossings_every_row(weights, src_len, tgt_len):
+    return _pairs(weights[:, :src_len].argmax(dim=1).tolist())
+
+
+def crossings_eos_column(weights, src_len, tgt_len):
+    return _pairs(weights[:tgt_len, : src_len + 1].argmax(dim=1).tolist())
+
+
+def crossings_every_column(weights, src_len, tgt_len):
+    return _pairs(weights[:tgt_len].argmax(dim=1).tolist())
+
+
+def crossings_whole_matrix(weights, src_len, tgt_len):
+    return _pairs(weights.argmax(dim=1).tolist())
+
+
+def crossings_tensor_shape(weights, src_len, tgt_len):
+    return _pairs(weights[:-1, :-1].argmax(dim=1).tolist())            # drop <eos>
+
+
+def crossings_tensor_last_row(weights, src_len, tgt_len):
+    return _pairs(weights[:-1, :src_len].argmax(dim=1).tolist())
+
+
+def crossings_tensor_last_column(weights, src_len, tgt_len):
+    return _pairs(weights[:tgt_len, :-1].argmax(dim=1).tolist())
+
+
+def crossings_ties_count(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(dim=1).tolist()
+    return sum(a[i] >= a[j] for i in range(tgt_len) for j in range(i + 1, tgt_len))
+
+
+def crossings_counted_twice(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(dim=1).tolist()
+    return sum((i - j) * (a[i] - a[j]) < 0 for i in range(tgt_len) for j in range(tgt_len))
+
+
+def crossings_every_distinct_pair(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(dim=1).tolist()
+    return sum(a[i] > a[j] for i in range(tgt_len) for j in range(tgt_len) if i != j)
+
+
+def crossings_neighbours_only(weights, src_len, tgt_len):
+    a = weights[:tgt_len, :src_len].argmax(dim=1).tolist()
+    return sum(a[t] > a[t + 1] for t in range(tgt_len - 1))
+
+
+def crossings_as_float(weights, src_len, tgt_len):
+    return float(_pairs(weights[:tgt_len, :src_len].argmax(dim=1).tolist()))
 
 
 def _each_view(count: Callable[[torch.Tensor, int, int], Any]) -> Callable[[dict[str, Any]], Any]:
@@ -157,10 +192,6 @@ def _each_view(count: Callable[[torch.Tensor, int, int], Any]) -> Callable[[dict
         return tuple(count(view, inputs["src_len"], inputs["tgt_len"]) for view in inputs["views"])
 
     return run
-
-
-def _variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
-    return _each_view(lambda view, s, t: _crossings(view, s, t, **options))
 
 
 def _crossings_reference(view: torch.Tensor, src_len: int, tgt_len: int) -> int:
@@ -233,38 +264,38 @@ def crossings(weights, src_len, tgt_len):
         Mistake("The argmax ran down the columns: that gives, for each source word, the target word that "
                 "looks at it most. a_t is the other way round: for each target word t (a row), the source "
                 "word with the largest weight in that row.",
-                _variant(axis="cols")),
+                wrong=crossings_down_the_columns),
         Mistake("The rows were shifted by one: row t is the step that *predicts* target word t (fed the word "
                 "before it), so the first target word's row is row 0 and the last row, tgt_len, predicts "
                 "<eos>. Take a_t from the rows 0 to tgt_len - 1.",
-                _variant(rows="shifted")),
-        Mistake(_EOS_ROW, _variant(rows="eos")),
-        Mistake(_EOS_ROW, _variant(rows="all")),
-        Mistake(_EOS_COLUMN, _variant(cols="eos")),
-        Mistake(_EOS_COLUMN, _variant(cols="all")),
+                wrong=crossings_rows_shifted),
+        Mistake(_EOS_ROW, wrong=crossings_eos_row),
+        Mistake(_EOS_ROW, wrong=crossings_every_row),
+        Mistake(_EOS_COLUMN, wrong=crossings_eos_column),
+        Mistake(_EOS_COLUMN, wrong=crossings_every_column),
         Mistake("Every row and column of `weights` was used: the last row predicts <eos> and the last column "
                 "is the source's <eos> (and in [1] there is padding after them). Take the argmax of the rows "
                 "t < tgt_len over the columns i < src_len.",
-                _variant(rows="all", cols="all")),
-        Mistake(_TENSOR_SHAPE, _variant(rows="tensor", cols="tensor")),
-        Mistake(_TENSOR_SHAPE, _variant(rows="tensor")),
-        Mistake(_TENSOR_SHAPE, _variant(cols="tensor")),
+                wrong=crossings_whole_matrix),
+        Mistake(_TENSOR_SHAPE, wrong=crossings_tensor_shape),
+        Mistake(_TENSOR_SHAPE, wrong=crossings_tensor_last_row),
+        Mistake(_TENSOR_SHAPE, wrong=crossings_tensor_last_column),
         Mistake("Ties were counted as crossings: two target words on the same source word (a_t1 == a_t2, "
                 "as 'les voitures' for 'cars') keep the order. Count only a_t1 > a_t2.",
-                _variant(ties=True)),
+                wrong=crossings_ties_count),
         Mistake("Every crossing was counted twice, once as (t1, t2) and once as (t2, t1): count each pair "
                 "of target words once, t1 < t2.",
-                _variant(pairs="twice")),
+                wrong=crossings_counted_twice),
         Mistake("You counted every pair of target words on different source words (t1 != t2 with "
                 "a_t1 > a_t2): a pair crosses only when the *earlier* target word t1 < t2 looks further "
                 "right, so loop over t1 < t2.",
-                _variant(pairs="distinct")),
+                wrong=crossings_every_distinct_pair),
         Mistake("Only neighbouring target words were compared (t and t + 1): a crossing is any pair t1 < t2 "
                 "with a_t1 > a_t2, however far apart (a word moved to the end crosses every word it jumps "
                 "over).",
-                _variant(pairs="adjacent")),
+                wrong=crossings_neighbours_only),
         Mistake("The count is right but a float: a number of pairs is a Python int.",
-                _variant(as_float=True)),
+                wrong=crossings_as_float),
     ],
     error_hints=[
         TENSOR_NUMBER_HINT,
@@ -438,67 +469,103 @@ def _bins_reference(inputs: dict[str, Any]) -> Any:
     return [(b.count, b.bleu) for b in found]
 
 
-def _corpus_bleu(hypotheses: list[list[str]], reference_sets: list[list[list[str]]], refs: str) -> float:
-    """Corpus BLEU with the course's settings, against all references ("all"), the first ("first"), as many
-    as the smallest set has ("zip": zip(*sets) stops at the shortest), all with the missing ones given as
-    empty sentences ("empty"), or the sets given to sacrebleu as if they were its streams ("sets")."""
-    settings = resolve("attn_course.measure.metrics.BLEU_SETTINGS")
-    sets = [[" ".join(r) for r in alternatives] for alternatives in reference_sets]
-    if refs == "sets":                                 # sacrebleu zips the "streams" silently
-        return float(BLEU(**settings).corpus_score([" ".join(h) for h in hypotheses], sets).score)
-    if refs in ("first", "zip"):
-        keep = 1 if refs == "first" else min(len(s) for s in sets)
-        sets = [s[:keep] for s in sets]
-    width = max(len(s) for s in sets)
-    fill = "" if refs == "empty" else None
-    streams = [[s[k] if k < len(s) else fill for s in sets] for k in range(width)]
-    return float(BLEU(**settings).corpus_score([" ".join(h) for h in hypotheses], streams).score)
+# The mistakes of ch12.q2, each written as a learner writes it. The helpers are the parts such an answer gets
+# right: half-open bins that refuse a length outside them, each non-empty bin scored as one corpus.
+def _binned(src_lengths, edges, inside=lambda n, a, b: a <= n < b):
+    members = [[] for _ in edges[1:]]
+    for i, n in enumerate(src_lengths):
+        k = next((k for k in range(len(members)) if inside(n, edges[k], edges[k + 1])), None)
+        if k is None:
+            raise ValueError(f"src_lengths[{i}] = {n} lies outside the bins")
+        members[k].append(i)
+    return members
 
 
-def _sentence_bleu(hypothesis: list[str], references: list[list[str]]) -> float:
-    """sacrebleu's sentence BLEU (effective order), with the course's settings otherwise."""
-    settings = dict(resolve("attn_course.measure.metrics.BLEU_SETTINGS"), effective_order=True)
-    score = BLEU(**settings).sentence_score(" ".join(hypothesis), [" ".join(r) for r in references])
-    return float(score.score)
+def _scored(hypotheses, reference_sets, members, bleu=multi_reference_bleu):
+    return [(len(chosen), bleu([hypotheses[i] for i in chosen], [reference_sets[i] for i in chosen]))
+            if chosen else (0, None) for chosen in members]
 
 
-def _bins(inputs: dict[str, Any], *, refs: str = "all", pool: str = "corpus", edges: str = "half-open",
-          by: str = "source", empty: str = "none", scale: float = 1.0, outside: str = "raise") -> Any:
-    """BLEU by source length, or a known-wrong variant: which references, a corpus BLEU or a mean of sentence
-    BLEUs ("sentences": sacrebleu's sentence BLEU; "one-sentence corpora"), which bins ("half-open",
-    "closed" [a, b] or "left-open" (a, b]), lengths of the source or of the hypothesis, empty bins None,
-    "drop"ped or "zero", the scale, and a length outside every bin "raise" or "drop"."""
-    hyps, sets, lengths, cut = _arguments(inputs)
-    if by == "hypothesis":
-        lengths = [len(h) for h in hyps]
-    inside = {"half-open": lambda n, a, b: a <= n < b, "closed": lambda n, a, b: a <= n <= b,
-              "left-open": lambda n, a, b: a < n <= b}[edges]
-    groups: list[list[int]] = [[] for _ in cut[1:]]
-    for i, n in enumerate(lengths):
-        slot = next((k for k in range(len(groups)) if inside(n, cut[k], cut[k + 1])), None)
-        if slot is None and outside == "raise":
-            return RAISED
-        if slot is not None:
-            groups[slot].append(i)
-    result = []
-    for members in groups:
-        if not members:
-            if empty != "drop":
-                result.append((0, 0.0 if empty == "zero" else None))
-            continue
-        h, r = [hyps[i] for i in members], [sets[i] for i in members]
-        if pool == "sentences":
-            bleu = sum(_sentence_bleu(x, y) for x, y in zip(h, r, strict=True)) / len(members)
-        elif pool == "one-sentence corpora":
-            bleu = sum(_corpus_bleu([x], [y], refs) for x, y in zip(h, r, strict=True)) / len(members)
-        else:
-            bleu = _corpus_bleu(h, r, refs)
-        result.append((len(members), bleu * scale))
-    return result
+def _sacrebleu(hypotheses, streams):
+    """sacrebleu's corpus BLEU with the course's settings; streams[k][i] the k-th reference of sentence i."""
+    joined = [[r if r is None or isinstance(r, str) else " ".join(r) for r in stream] for stream in streams]
+    return float(BLEU(**BLEU_SETTINGS).corpus_score([" ".join(h) for h in hypotheses], joined).score)
 
 
-def _bins_variant(**options: Any) -> Callable[[dict[str, Any]], Any]:
-    return lambda inputs: _bins(inputs, **options)
+def bleu_first_reference_only(hypotheses, reference_sets, src_lengths, edges):
+    firsts = [[alternatives[0]] for alternatives in reference_sets]
+    return _scored(hypotheses, firsts, _binned(src_lengths, edges))
+
+
+def bleu_references_zipped(hypotheses, reference_sets, src_lengths, edges):
+    def bleu(hyps, sets):
+        return _sacrebleu(hyps, [list(stream) for stream in zip(*sets, strict=False)])
+
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges), bleu)
+
+
+def bleu_sets_as_streams(hypotheses, reference_sets, src_lengths, edges):
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges), _sacrebleu)
+
+
+def bleu_missing_references_empty(hypotheses, reference_sets, src_lengths, edges):
+    def bleu(hyps, sets):
+        width = max(len(s) for s in sets)
+        return _sacrebleu(hyps, [[s[k] if k < len(s) else "" for s in sets] for k in range(width)])
+
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges), bleu)
+
+
+def bleu_mean_of_sentences(hypotheses, reference_sets, src_lengths, edges):
+    scorer = BLEU(**dict(BLEU_SETTINGS, effective_order=True))
+
+    def bleu(hyps, sets):
+        scores = [scorer.sentence_score(" ".join(h), [" ".join(r) for r in rs]).score
+                  for h, rs in zip(hyps, sets, strict=True)]
+        return sum(scores) / len(scores)
+
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges), bleu)
+
+
+def bleu_mean_of_one_sentence_corpora(hypotheses, reference_sets, src_lengths, edges):
+    def bleu(hyps, sets):
+        return sum(multi_reference_bleu([h], [rs]) for h, rs in zip(hyps, sets, strict=True)) / len(hyps)
+
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges), bleu)
+
+
+def bleu_closed_bins(hypotheses, reference_sets, src_lengths, edges):
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges, lambda n, a, b: a <= n <= b))
+
+
+def bleu_left_open_bins(hypotheses, reference_sets, src_lengths, edges):
+    return _scored(hypotheses, reference_sets, _binned(src_lengths, edges, lambda n, a, b: a < n <= b))
+
+
+def bleu_by_hypothesis_length(hypotheses, reference_sets, src_lengths, edges):
+    return _scored(hypotheses, reference_sets, _binned([len(h) for h in hypotheses], edges))
+
+
+def bleu_empty_bins_left_out(hypotheses, reference_sets, src_lengths, edges):
+    bins = _scored(hypotheses, reference_sets, _binned(src_lengths, edges))
+    return [(count, bleu) for count, bleu in bins if count]
+
+
+def bleu_empty_bins_zero(hypotheses, reference_sets, src_lengths, edges):
+    bins = _scored(hypotheses, reference_sets, _binned(src_lengths, edges))
+    return [(count, 0.0 if bleu is None else bleu) for count, bleu in bins]
+
+
+def bleu_divided_by_100(hypotheses, reference_sets, src_lengths, edges):
+    bins = _scored(hypotheses, reference_sets, _binned(src_lengths, edges))
+    return [(count, None if bleu is None else bleu / 100) for count, bleu in bins]
+
+
+def bleu_outside_left_out(hypotheses, reference_sets, src_lengths, edges):
+    inside = [i for i, n in enumerate(src_lengths) if edges[0] <= n < edges[-1]]
+    members = _binned([src_lengths[i] for i in inside], edges)
+    members = [[inside[i] for i in chosen] for chosen in members]
+    return _scored(hypotheses, reference_sets, members)
 
 
 _MEAN = ("That is the mean of the sentences' BLEU scores: BLEU is a corpus score, its n-gram matches and "
@@ -564,37 +631,37 @@ def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
         Mistake("Only the first reference of each sentence was used: a hypothesis that is another accepted "
                 "translation then loses n-grams it rightly has. Score each hypothesis against all of its "
                 "references at once.",
-                _bins_variant(refs="first")),
-        Mistake(_SMALLEST_SET, _bins_variant(refs="zip")),
+                wrong=bleu_first_reference_only),
+        Mistake(_SMALLEST_SET, wrong=bleu_references_zipped),
         Mistake("The reference sets were given to sacrebleu as they are, one list per sentence: sacrebleu "
                 "reads its references as streams, stream k holding the k-th reference of *every* sentence "
                 "(and it zips them without a warning). Transpose the sets into streams, None where a "
                 "sentence has fewer references.",
-                _bins_variant(refs="sets")),
+                wrong=bleu_sets_as_streams),
         Mistake("A sentence with fewer references than others got empty strings in their place: an empty "
                 "reference is a reference of length 0, which can become the closest length and lift the "
                 "brevity penalty. Give sacrebleu None where a sentence has no k-th reference.",
-                _bins_variant(refs="empty")),
-        Mistake(_MEAN, _bins_variant(pool="sentences")),
-        Mistake(_MEAN, _bins_variant(pool="one-sentence corpora")),
-        Mistake(_EDGES, _bins_variant(edges="closed")),
-        Mistake(_EDGES, _bins_variant(edges="left-open")),
+                wrong=bleu_missing_references_empty),
+        Mistake(_MEAN, wrong=bleu_mean_of_sentences),
+        Mistake(_MEAN, wrong=bleu_mean_of_one_sentence_corpora),
+        Mistake(_EDGES, wrong=bleu_closed_bins),
+        Mistake(_EDGES, wrong=bleu_left_open_bins),
         Mistake("The sentences were binned by the length of their hypothesis: Fig. 2 of Bahdanau et al. "
                 "bins by the *source* sentence's length, src_lengths[i].",
-                _bins_variant(by="hypothesis")),
+                wrong=bleu_by_hypothesis_length),
         Mistake("An empty bin was left out: return one (count, bleu) per bin, in order, (0, None) for a bin "
                 "that no sentence falls in, so that the bins line up with their edges.",
-                _bins_variant(empty="drop")),
+                wrong=bleu_empty_bins_left_out),
         Mistake("An empty bin was given BLEU 0: it has no score at all (nothing was translated there), so "
                 "its bleu is None, not 0 (0 would be plotted as a real, terrible score).",
-                _bins_variant(empty="zero")),
+                wrong=bleu_empty_bins_zero),
         Mistake("BLEU is on a 0-100 scale here, as sacrebleu and `multi_reference_bleu` give it: do not "
                 "divide by 100.",
-                _bins_variant(scale=0.01)),
+                wrong=bleu_divided_by_100),
         Mistake("A sentence whose source length lies outside every bin was silently left out: raise a "
                 "ValueError instead (as `bleu_by_length` does), so that no sentence is lost from the plot "
                 "without a word.",
-                _bins_variant(outside="drop")),
+                wrong=bleu_outside_left_out),
     ],
     error_hints=[
         ErrorHint(r"hypotheses is empty",

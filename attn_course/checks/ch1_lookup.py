@@ -2,9 +2,10 @@
 
 The exercise is an `Exercise` with its cases (num_queries equal to num_keys and not, a single key, a very
 wide and a very narrow kernel, queries so far from every key that exp of every score underflows, float32
-and float64), its reference `attn_course.attention.lookup.nadaraya_watson`, and the known-wrong variants that name a
-learner's likely mistake: the softmax over the queries, no minus sign, 2σ² written as σ² or 2σ, exp without
-normalising or without subtracting the max, keys and queries swapped, the two results swapped or one missing.
+and float64), its reference `attn_course.attention.lookup.nadaraya_watson`, and the learner's likely
+mistakes, each written as the wrong code that makes it (`nw_no_minus`, ...): the softmax over the queries,
+no minus sign, 2σ² written as σ² or 2σ, exp without normalising or without subtracting the max, keys and
+queries swapped, the two results swapped or one missing.
 """
 
 from __future__ import annotations
@@ -49,66 +50,119 @@ def _call(fn: Callable, inputs: dict[str, Any]) -> Any:
     return fn(inputs["queries"], inputs["keys"], inputs["values"], inputs["sigma"])
 
 
-def _pooling(
-    *,
-    score: str = "right",
-    normalise: str = "softmax",
-    layout: str = "queries_by_keys",
-    pool: str = "sum",
-    returns: str = "both",
-) -> Callable[[dict[str, Any]], Any]:
-    """A variant of Nadaraya–Watson pooling with one thing done the way a learner might get it wrong."""
+# The mistakes of ch1.q3, each written as a learner writes it.
 
-    def variant(inputs: dict[str, Any]) -> Any:
-        q, k, v, sigma = inputs["queries"], inputs["keys"], inputs["values"], inputs["sigma"]
-        diff = q[:, None] - k[None, :] if layout == "queries_by_keys" else k[:, None] - q[None, :]
-        scores = {
-            "right": -(diff**2) / (2 * sigma**2),
-            "no_minus": diff**2 / (2 * sigma**2),
-            "no_half": -(diff**2) / sigma**2,
-            "sigma_not_squared": -(diff**2) / (2 * sigma),
-            "precedence": -(diff**2) / 2 * sigma**2,
-            "distance": -diff.abs() / (2 * sigma**2),
-        }[score]
-        if normalise == "softmax":
-            weights = F.softmax(scores, dim=-1)
-        elif normalise == "first_axis":
-            weights = F.softmax(scores, dim=0)
-        elif normalise == "whole":
-            weights = torch.exp(scores) / torch.exp(scores).sum()
-        elif normalise == "none":
-            weights = torch.exp(scores)
-        elif normalise == "epsilon":  # naive, with an epsilon that turns 0 / 0 into 0
-            weights = torch.exp(scores) / (torch.exp(scores).sum(dim=-1, keepdim=True) + 1e-12)
-        elif normalise in ("sum_no_keepdim", "max_no_keepdim"):  # runs on a square table only
-            if scores.shape[0] != scores.shape[1]:
-                return None
-            top = scores.max(dim=-1, keepdim=normalise == "sum_no_keepdim").values
-            e = torch.exp(scores - top)
-            weights = e / e.sum(dim=-1, keepdim=normalise == "max_no_keepdim")
-        else:  # "naive": exp / sum over the keys, without subtracting the max
-            weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)
-        if layout == "keys_by_queries":  # the (num_keys, num_queries) weights, pooled over their first axis
-            predictions = v @ weights
-        elif pool == "mean":
-            predictions = (weights * v).mean(dim=-1)
-        elif pool == "keys":
-            predictions = weights @ k
-        else:
-            predictions = weights @ v
-        if returns == "squeezed":  # squeeze() drops the key axis of a single key (or the query axis)
-            if 1 not in weights.shape:
-                return None
-            weights = weights.squeeze()
-            return weights, (weights * v).sum(dim=-1)
-        return {
-            "both": (weights, predictions),
-            "swapped": (predictions, weights),
-            "predictions": predictions,
-            "weights": weights,
-        }[returns]
 
-    return variant
+def nw_softmax_over_queries(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=0)
+    return weights, weights @ values
+
+
+def nw_divided_by_total(queries, keys, values, sigma):
+    kernel = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = kernel / kernel.sum()
+    return weights, weights @ values
+
+
+def nw_keys_by_queries(queries, keys, values, sigma):
+    weights = F.softmax(-((keys[:, None] - queries[None, :]) ** 2) / (2 * sigma**2), dim=0)
+    return weights, values @ weights
+
+
+def nw_keys_by_queries_last_axis(queries, keys, values, sigma):
+    weights = F.softmax(-((keys[:, None] - queries[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, values @ weights
+
+
+def nw_no_minus(queries, keys, values, sigma):
+    weights = F.softmax((queries[:, None] - keys[None, :]) ** 2 / (2 * sigma**2), dim=-1)
+    return weights, weights @ values
+
+
+def nw_no_minus_naive_exp(queries, keys, values, sigma):
+    kernel = torch.exp((queries[:, None] - keys[None, :]) ** 2 / (2 * sigma**2))
+    weights = kernel / kernel.sum(dim=-1, keepdim=True)
+    return weights, weights @ values
+
+
+def nw_no_half(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / sigma**2, dim=-1)
+    return weights, weights @ values
+
+
+def nw_sigma_not_squared(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma), dim=-1)
+    return weights, weights @ values
+
+
+def nw_precedence(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / 2 * sigma**2, dim=-1)
+    return weights, weights @ values
+
+
+def nw_cdist_not_squared(queries, keys, values, sigma):
+    weights = F.softmax(-torch.cdist(queries[:, None], keys[:, None]) / (2 * sigma**2), dim=-1)
+    return weights, weights @ values
+
+
+def nw_exp_unnormalised(queries, keys, values, sigma):
+    weights = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    return weights, weights @ values
+
+
+def nw_exp_over_sum(queries, keys, values, sigma):
+    kernel = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = kernel / kernel.sum(dim=-1, keepdim=True)
+    return weights, weights @ values
+
+
+def nw_exp_over_sum_plus_epsilon(queries, keys, values, sigma):
+    kernel = torch.exp(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2))
+    weights = kernel / (kernel.sum(dim=-1, keepdim=True) + 1e-12)
+    return weights, weights @ values
+
+
+def nw_sum_without_keepdim(queries, keys, values, sigma):
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2)
+    e = torch.exp(scores - scores.max(dim=1, keepdim=True).values)
+    weights = e / e.sum(dim=1)
+    return weights, weights @ values
+
+
+def nw_max_without_keepdim(queries, keys, values, sigma):
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2)
+    e = torch.exp(scores - scores.max(dim=1).values)
+    weights = e / e.sum(dim=1, keepdim=True)
+    return weights, weights @ values
+
+
+def nw_squeezed(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1).squeeze()
+    return weights, (weights * values).sum(dim=-1)
+
+
+def nw_mean_of_weighted_values(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, (weights * values).mean(dim=-1)
+
+
+def nw_averages_keys(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights, weights @ keys
+
+
+def nw_predictions_first(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights @ values, weights
+
+
+def nw_only_predictions(queries, keys, values, sigma):
+    weights = F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
+    return weights @ values
+
+
+def nw_only_weights(queries, keys, values, sigma):
+    return F.softmax(-((queries[:, None] - keys[None, :]) ** 2) / (2 * sigma**2), dim=-1)
 
 
 _NO_MINUS = (
@@ -168,103 +222,105 @@ def nadaraya_watson(queries, keys, values, sigma):
         Mistake(
             "The softmax ran over the queries: each query's weights over the keys must sum to 1, so "
             "normalise each row of the (num_queries, num_keys) scores over the keys (the last axis).",
-            _pooling(normalise="first_axis"),
+            wrong=nw_softmax_over_queries,
         ),
         Mistake(
             "You divided by the sum over the whole (num_queries, num_keys) table, so the table sums to 1 "
             "instead of each row: normalise each query's row over the keys on its own.",
-            _pooling(normalise="whole"),
+            wrong=nw_divided_by_total,
         ),
         Mistake(
             "Keys and queries are swapped: your weights are (num_keys, num_queries). Put one row per query "
             "and one column per key, so that the weights are (num_queries, num_keys).",
-            _pooling(layout="keys_by_queries", normalise="first_axis"),
+            wrong=nw_keys_by_queries,
         ),
         Mistake(
             "Keys and queries are swapped: your scores are (num_keys, num_queries), so the softmax over "
             "their last axis normalised over the queries. Put one row per query and one column per key, "
             "and normalise over the keys.",
-            _pooling(layout="keys_by_queries"),
+            wrong=nw_keys_by_queries_last_axis,
         ),
-        Mistake(_NO_MINUS, _pooling(score="no_minus")),
-        Mistake(_NO_MINUS + " (And exp of a large positive score overflows to inf: inf / inf is NaN.)",
-                _pooling(score="no_minus", normalise="naive")),
+        Mistake(_NO_MINUS, wrong=nw_no_minus),
+        Mistake(
+            _NO_MINUS + " (And exp of a large positive score overflows to inf: inf / inf is NaN.)",
+            wrong=nw_no_minus_naive_exp,
+        ),
         Mistake(
             "The score is missing the 1/2: divide the squared distance by 2σ², not by σ².",
-            _pooling(score="no_half"),
+            wrong=nw_no_half,
         ),
         Mistake(
             "You divided by 2σ, not by 2σ²: σ is the kernel's width (a standard deviation), and it is "
             "squared in the score.",
-            _pooling(score="sigma_not_squared"),
+            wrong=nw_sigma_not_squared,
         ),
         Mistake(
             "The score was multiplied by σ² instead of divided by it: in Python `a / 2 * b` means "
             "`(a / 2) * b`, so put the whole denominator, 2σ², in parentheses.",
-            _pooling(score="precedence"),
+            wrong=nw_precedence,
         ),
         Mistake(
             "You used the distance |x - x_i|, not its square: the Gaussian kernel's score is minus the "
             "*squared* distance over 2σ² (note that `torch.cdist` returns distances, not squared ones).",
-            _pooling(score="distance"),
+            wrong=nw_cdist_not_squared,
         ),
         Mistake(
             "The weights are not normalised: exp of the scores must be divided by its sum over the keys "
             "(which is what a softmax does), so that each query's weights sum to 1.",
-            _pooling(normalise="none"),
+            wrong=nw_exp_unnormalised,
         ),
         Mistake(
             "NaN for a query far from every key: exp of every score underflowed to 0, and 0 / 0 is NaN. "
             "A softmax subtracts each row's largest score before `exp` (`F.softmax` does), so the nearest "
             "key gets the weight: use it, or subtract the row's max yourself.",
-            _pooling(normalise="naive"),
+            wrong=nw_exp_over_sum,
         ),
         Mistake(
             "The weights of a query far from every key came out 0 instead of summing to 1: exp of every "
             "score underflowed to 0, and the epsilon in the denominator turns 0 / 0 into 0 rather than "
             "fixing it. Subtract each row's largest score before `exp` (as `F.softmax` does): the nearest "
             "key then gets the weight.",
-            _pooling(normalise="epsilon"),
+            wrong=nw_exp_over_sum_plus_epsilon,
         ),
         Mistake(
             "The sum over the keys lost its axis: without `keepdim=True`, `e.sum(dim=1)` has shape "
             "(num_queries,), and dividing the (num_queries, num_keys) table by it divides each *column* by "
             "a row's sum (or fails when num_queries != num_keys). Keep the axis: `e.sum(dim=1, "
             "keepdim=True)`.",
-            _pooling(normalise="sum_no_keepdim"),
+            wrong=nw_sum_without_keepdim,
         ),
         Mistake(
             "The max over the keys lost its axis: without `keepdim=True`, `scores.max(dim=1).values` has "
             "shape (num_queries,), and subtracting it from the (num_queries, num_keys) table shifts each "
             "*column* by a row's max (or fails when num_queries != num_keys). Keep the axis: `keepdim=True`.",
-            _pooling(normalise="max_no_keepdim"),
+            wrong=nw_max_without_keepdim,
         ),
         Mistake(
             "With a single key (or a single query) your weights lost an axis: `squeeze()` without a dim "
             "drops every axis of size 1. The weights stay (num_queries, num_keys) whatever the sizes.",
-            _pooling(returns="squeezed"),
+            wrong=nw_squeezed,
         ),
         Mistake(
             "You averaged the weighted values, dividing by num_keys a second time: the weights already sum "
             "to 1, so the prediction is the weighted *sum* of the values.",
-            _pooling(pool="mean"),
+            wrong=nw_mean_of_weighted_values,
         ),
         Mistake(
             "The predictions average the keys; they must average the values (the training targets).",
-            _pooling(pool="keys"),
+            wrong=nw_averages_keys,
         ),
         Mistake(
             "The two results are in the wrong order: return `(weights, predictions)`, the weights first.",
-            _pooling(returns="swapped"),
+            wrong=nw_predictions_first,
         ),
         Mistake(
             "You returned only the predictions: return both, `(weights, predictions)`.",
-            _pooling(returns="predictions"),
+            wrong=nw_only_predictions,
         ),
         Mistake(
             "You returned only the weights: return both, `(weights, predictions)`, where the predictions "
             "are the weighted averages of the values.",
-            _pooling(returns="weights"),
+            wrong=nw_only_weights,
         ),
     ],
     error_hints=[

@@ -1,12 +1,12 @@
 """Chapter 1's exercises, masking: `sequence_mask` (ch1.q1) and `masked_softmax` (ch1.q2).
 
 Each exercise is an `Exercise` with its cases (shapes, valid lengths of 0 and of the full length, dtypes), its
-reference in `attn_course.attention.masking`, and the known-wrong variants that name a learner's likely mistake.
+reference in `attn_course.attention.masking`, and its known mistakes, each written as the wrong code a learner
+writes (`mask_inverted`, `softmax_wrong_axis`, ...), whose output names the learner's likely mistake.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,8 +15,6 @@ from torch.nn import functional as F
 
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    d2l_masked_softmax,
-    finite_masked_softmax,
     keep_mask,
     lens_text,
     seeded_randn,
@@ -47,18 +45,38 @@ def _sequence_mask_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, "the result")
 
 
-def _sequence_mask_variant(
-    keep_rule: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], axis: int = 1, use_value: bool = True
-):
-    def variant(inputs: dict[str, Any]) -> torch.Tensor:
-        X, lens, value = inputs["X"], inputs["valid_len"], inputs["value"]
-        positions = torch.arange(X.shape[axis])
-        keep = keep_rule(positions[None, :], lens[:, None])  # (batch, length along axis)
-        shape = [X.shape[0]] + [1] * (X.dim() - 1)
-        shape[axis] = X.shape[axis]
-        return X.masked_fill(~keep.reshape(shape), value if use_value else 0)
+# The mistakes of ch1.q1, each written as a learner writes it.
 
-    return variant
+
+def mask_keeps_one_too_many(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] <= valid_len[:, None]
+    return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def mask_drops_last_real(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None] - 1
+    return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def mask_inverted(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X.masked_fill(keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)
+
+
+def mask_last_axis(X, valid_len, value=0):
+    keep = torch.arange(X.shape[-1])[None, :] < valid_len[:, None]
+    return X.masked_fill(~keep.reshape(X.shape[0], *([1] * (X.dim() - 2)), X.shape[-1]), value)
+
+
+def mask_ignores_value(X, valid_len, value=0):
+    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
+    return X * keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))
+
+
+def mask_first_row_length(X, valid_len, value=0):
+    Y = X.clone()
+    Y[:, int(valid_len[0]) :] = value
+    return Y
 
 
 SEQUENCE_MASK = Exercise(
@@ -94,40 +112,38 @@ def sequence_mask(X, valid_len, value=0):
     ],
     build=_sequence_mask_case,
     call=lambda answer, i: answer(i["X"], i["valid_len"], i["value"]),
-    reference=lambda i: resolve("attn_course.attention.masking.sequence_mask")(i["X"], i["valid_len"], i["value"]),
+    reference=lambda i: resolve("attn_course.attention.masking.sequence_mask")(
+        i["X"], i["valid_len"], i["value"]
+    ),
     mistakes=[
         Mistake(
             "Off by one: you kept one padded position too many. Position `valid_len` itself is already "
             "padding (positions 0 .. valid_len-1 are real), so keep `j < valid_len`, not `j <= valid_len`.",
-            _sequence_mask_variant(lambda j, n: j <= n),
+            wrong=mask_keeps_one_too_many,
         ),
         Mistake(
             "Off by one: you masked the last real position too. Positions 0 .. valid_len-1 are real: "
             "keep `j < valid_len`.",
-            _sequence_mask_variant(lambda j, n: j < n - 1),
+            wrong=mask_drops_last_real,
         ),
         Mistake(
             "The mask is inverted: you blanked the real positions and kept the padding. Keep positions "
             "`j < valid_len`; fill the others.",
-            _sequence_mask_variant(lambda j, n: j >= n),
+            wrong=mask_inverted,
         ),
         Mistake(
             "You masked along the last axis. The sequence axis is axis 1 (X is (batch_size, maxlen, ...)): "
             "a padded position has all of its trailing features masked.",
-            lambda i: (
-                _sequence_mask_variant(lambda j, n: j < n, axis=i["X"].dim() - 1)(i)
-                if i["X"].dim() > 2 and i["X"].shape[-1] != i["X"].shape[1]
-                else None
-            ),
+            wrong=mask_last_axis,
         ),
         Mistake(
             "The `value` argument was ignored: padded positions must be set to `value`, not to 0.",
-            _sequence_mask_variant(lambda j, n: j < n, use_value=False),
+            wrong=mask_ignores_value,
         ),
         Mistake(
             "Every row was cut at the first row's valid length: row i has its own length, `valid_len[i]`; "
             "compare the positions with the column `valid_len[:, None]`.",
-            _sequence_mask_variant(lambda j, n: j < n[:1].expand_as(n)),
+            wrong=mask_first_row_length,
         ),
     ],
     error_hints=[
@@ -172,16 +188,87 @@ def _masked_softmax_call(fn: Callable, inputs: dict[str, Any]) -> Any:
     return weights, gradient
 
 
-def _unstabilised_softmax(scores: torch.Tensor, lens: torch.Tensor | None) -> torch.Tensor:
-    """exp(scores) / sum exp(scores) over the real keys, without subtracting the max first."""
-    keep = keep_mask(lens, scores.shape[1], scores.shape[2])
-    e = torch.exp(scores) if keep is None else torch.exp(scores) * keep
-    return e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+# The mistakes of ch1.q2, each written as a learner writes it.
 
 
-def _masked_softmax_variant(fn: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]):
-    """A mistake variant of masked_softmax, gradient cases included."""
-    return lambda inputs: _masked_softmax_call(fn, inputs)
+def _written_masked_softmax(scores, valid_lens=None):
+    """A right masked softmax, as a learner writes it: what three of the mistakes below build on."""
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, torch.finfo(scores.dtype).min), dim=-1) * keep
+
+
+def softmax_wrong_axis(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, -1e4), dim=1) * keep
+
+
+def softmax_no_mask(scores, valid_lens=None):
+    return F.softmax(scores.float(), dim=-1).to(scores.dtype)
+
+
+def softmax_d2l_fill(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(torch.where(keep, scores, torch.tensor(-1e6)), dim=-1)
+
+
+def softmax_fill_minus_1e6_in_dtype(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    filled = torch.where(keep, scores, torch.tensor(-1e6, dtype=scores.dtype))
+    return F.softmax(filled, dim=-1) * keep
+
+
+def softmax_neg_inf(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def softmax_then_zero(scores, valid_lens=None):
+    weights = F.softmax(scores, dim=-1)
+    if valid_lens is None:
+        return weights
+    return weights * keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+
+
+def softmax_float32_out(scores, valid_lens=None):
+    if scores.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError("this mistake is made on half-precision scores only")
+    return _written_masked_softmax(scores.float(), valid_lens)
+
+
+def softmax_unstabilised(scores, valid_lens=None):
+    keep = torch.ones_like(scores, dtype=torch.bool)
+    if valid_lens is not None:
+        keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    e = torch.exp(scores) * keep
+    return e / e.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+
+
+def softmax_first_column(scores, valid_lens=None):
+    if valid_lens is not None and valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]
+    return _written_masked_softmax(scores, valid_lens)
+
+
+def softmax_keeps_one_too_many(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    return _written_masked_softmax(scores, valid_lens + 1)
+
+
+def softmax_zero_filled(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    return F.softmax(scores * keep_mask(valid_lens, scores.shape[1], scores.shape[2]), dim=-1)
 
 
 MASKED_SOFTMAX = Exercise(
@@ -258,92 +345,68 @@ def masked_softmax(scores, valid_lens=None):
     ],
     build=_masked_softmax_case,
     call=_masked_softmax_call,
-    reference=_masked_softmax_variant(lambda s, n: resolve("attn_course.attention.masking.masked_softmax")(s, n)),
+    reference=lambda i: _masked_softmax_call(resolve("attn_course.attention.masking.masked_softmax"), i),
     mistakes=[
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1, so "
             "normalise over the last axis (`dim=-1`, the keys), not over the queries.",
-            _masked_softmax_variant(lambda s, n: finite_masked_softmax(s, n, dim=1)),
+            wrong=softmax_wrong_axis,
         ),
         Mistake(
             "The mask is not applied: the padded keys still get weight. Use `valid_lens` to fill the "
             "padded scores before the softmax.",
-            _masked_softmax_variant(lambda s, n: F.softmax(s, dim=-1)),
+            wrong=softmax_no_mask,
         ),
         Mistake(
             "A row whose valid length is 0 came out uniform (1/num_keys everywhere): that is what d2l's "
             "-1e6 fill gives when every key of a row is masked. A row with no real key must attend to "
             "nothing: zero the masked weights after the softmax (e.g. multiply by the mask).",
-            _masked_softmax_variant(d2l_masked_softmax),
+            wrong=softmax_d2l_fill,
         ),
         Mistake(
             "NaN in float16: -1e6 does not fit in float16 (its largest magnitude is 65504), so it became "
             "-inf and a row of valid length 0 softmaxed to NaN, which zeroing cannot undo (NaN x 0 = NaN). "
             "Fill with `torch.finfo(scores.dtype).min`, which fits every dtype.",
-            _masked_softmax_variant(
-                lambda s, n: (
-                    d2l_masked_softmax(s, n, fill=-math.inf) * keep_mask(n, s.shape[1], s.shape[2])
-                    if n is not None and s.dtype == torch.float16
-                    else None
-                )
-            ),
+            wrong=softmax_fill_minus_1e6_in_dtype,
         ),
         Mistake(
             "A row whose valid length is 0 came out NaN: with -inf in every position the softmax computes "
             "0/0. Fill with a finite number (`torch.finfo(scores.dtype).min`) and zero the masked weights "
             "after the softmax.",
-            _masked_softmax_variant(lambda s, n: d2l_masked_softmax(s, n, fill=-math.inf)),
+            wrong=softmax_neg_inf,
         ),
         Mistake(
             "You zeroed the padded weights after a softmax over all keys, so the real weights no longer "
             "sum to 1. Mask the scores *before* the softmax (fill them with a very negative number), then "
             "zero the padded weights.",
-            _masked_softmax_variant(
-                lambda s, n: (
-                    F.softmax(s, -1) if n is None else F.softmax(s, -1) * keep_mask(n, s.shape[1], s.shape[2])
-                )
-            ),
+            wrong=softmax_then_zero,
         ),
         Mistake(
             "For float16/bfloat16 scores, return weights of the same dtype: compute in float32 if you like, "
             "then `.to(scores.dtype)`.",
-            _masked_softmax_variant(
-                lambda s, n: (
-                    resolve("attn_course.attention.masking.masked_softmax")(s.float(), n)
-                    if s.dtype in (torch.float16, torch.bfloat16)
-                    else None
-                )
-            ),
+            wrong=softmax_float32_out,
         ),
         Mistake(
             "Large scores overflow: `torch.exp` of a score above about 88 (float32) or 11 (float16) is inf, "
             "and inf / inf is NaN. Subtract each row's max before `exp` (that is what `F.softmax` does), or "
             "use `F.softmax` on the filled scores.",
-            _masked_softmax_variant(_unstabilised_softmax),
+            wrong=softmax_unstabilised,
         ),
         Mistake(
             "valid_lens of shape (batch_size, num_queries) gives one length per query; you used one per "
             "sequence (e.g. its first column). Broadcast it as `valid_lens[:, :, None]` against the keys.",
-            _masked_softmax_variant(
-                lambda s, n: None if n is None or n.dim() == 1 else finite_masked_softmax(s, n[:, 0])
-            ),
+            wrong=softmax_first_column,
         ),
         Mistake(
             "Off by one: one key too many gets weight. Key `valid_lens` itself is already padding (keys "
             "0 .. valid_lens-1 are real), so keep `j < valid_lens`, not `j <= valid_lens`.",
-            _masked_softmax_variant(
-                lambda s, n: None if n is None else finite_masked_softmax(s, n, dim=-1, extra=1)
-            ),
+            wrong=softmax_keeps_one_too_many,
         ),
         Mistake(
             "The padded scores were set to 0 (e.g. `scores * mask`), and a score of 0 still gets weight "
             "after the softmax. Fill them with a very negative number (`torch.finfo(scores.dtype).min`) "
             "before the softmax, then zero the padded weights.",
-            _masked_softmax_variant(
-                lambda s, n: (
-                    None if n is None else F.softmax(s * keep_mask(n, s.shape[1], s.shape[2]), dim=-1)
-                )
-            ),
+            wrong=softmax_zero_filled,
         ),
     ],
     error_hints=[
@@ -358,5 +421,8 @@ def masked_softmax(scores, valid_lens=None):
             "tensor from Python numbers): the weights must stay differentiable with respect to the scores.",
         ),
     ],
-    package=["attn_course.attention.masking.masked_softmax", "attn_course.attention.masking.masked_softmax_unchecked"],
+    package=[
+        "attn_course.attention.masking.masked_softmax",
+        "attn_course.attention.masking.masked_softmax_unchecked",
+    ],
 )

@@ -2,8 +2,9 @@
 (ch2.q2), Luong's general (ch2.q3) and concat (ch2.q4) scores, and a masked attention with three planted bugs
 to find (ch2.q5).
 
-Their references are `attn_course.attention.layers` and `attn_course.attention.scoring`; the mistakes named include a missing
-scale, softmax over the wrong axis, and the d2l fill value that leaves empty rows with uniform weights.
+Their references are `attn_course.attention.layers` and `attn_course.attention.scoring`. Each mistake named is
+written once, as the wrong code a learner writes (`no_scaling`, `AdditiveNoTanh`, ...): a missing scale,
+softmax over the wrong axis, the d2l fill value that leaves empty rows with uniform weights, and more.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 from torch.nn import functional as F
 
+from attn_course.attention.masking import masked_softmax
 from attn_course.checks.bug_hunt import BugHunt, planted_mistakes
+from attn_course.checks.ch1_masking import softmax_wrong_axis
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    d2l_masked_softmax,
-    finite_masked_softmax,
+    keep_mask,
     lens_text,
     package_attention,
     seeded_randn,
@@ -72,43 +75,6 @@ _ATTENTION_DEFAULTS = {
 }
 
 
-def _dot_attention(
-    inputs: dict[str, Any],
-    *,
-    divisor: str = "sqrt_d",
-    dim: int = -1,
-    mask: str = "finite",
-    transposed: bool = False,
-    weigh: str = "values",
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled dot-product attention and its known-wrong variants (divisor, softmax axis, masking, ...)."""
-    q, k, lens = inputs["queries"], inputs["keys"], inputs["valid_lens"]
-    scores = torch.bmm(k, q.transpose(1, 2)) if transposed else torch.bmm(q, k.transpose(1, 2))
-    d = q.shape[-1]
-    scores = (
-        scores
-        / {
-            "sqrt_d": math.sqrt(d),
-            "d": d,
-            "none": 1.0,
-            "sqrt_keys": math.sqrt(k.shape[1]),
-            "sqrt_values": math.sqrt(inputs["values"].shape[-1]),
-            "sqrt_queries": math.sqrt(q.shape[1]),
-        }[divisor]
-    )
-    if mask == "none":
-        weights = F.softmax(scores, dim=dim)
-    elif mask == "d2l":
-        weights = d2l_masked_softmax(scores, lens, dim=dim)
-    elif mask == "first_column":
-        if lens is None or lens.dim() == 1:
-            return None
-        weights = finite_masked_softmax(scores, lens[:, 0], dim=dim)
-    else:
-        weights = finite_masked_softmax(scores, lens, dim=dim)
-    return torch.bmm(weights, inputs[weigh]), weights
-
-
 def _dot_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     attention = package_attention("DotProductAttention", 0.0, True)
     context = attention(inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"])
@@ -127,6 +93,89 @@ _EMPTY_ROW_HINT = (
     "masking. Use `masked_softmax` from chapter 1 (imported in the set-up cell), which gives a "
     "row with no real key zero weight everywhere."
 )
+
+# The mistakes of ch2.q1, each written as a learner writes it.
+
+
+def written_attention(
+    queries,
+    keys,
+    values,
+    valid_lens=None,
+    *,
+    divisor=None,
+    dim=-1,
+    use_mask=True,
+    transposed=False,
+    weigh_keys=False,
+):
+    """Scaled dot-product attention as a learner writes it, right by default; each keyword makes one of the
+    mistakes below: another `divisor`, the softmax over `dim` 1, no mask, keys · queriesᵀ, keys weighed."""
+    d = queries.shape[-1]
+    scores = (
+        torch.bmm(keys, queries.transpose(1, 2)) if transposed else torch.bmm(queries, keys.transpose(1, 2))
+    )
+    scores = scores / (math.sqrt(d) if divisor is None else divisor)
+    if dim == -1:
+        weights = masked_softmax(scores, valid_lens if use_mask else None)
+    else:
+        weights = softmax_wrong_axis(scores, valid_lens)
+    return torch.bmm(weights, keys if weigh_keys else values), weights
+
+
+def no_scaling(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, divisor=1.0)
+
+
+def divide_by_d(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, divisor=queries.shape[-1])
+
+
+def divide_by_num_keys(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(keys.shape[1]))
+
+
+def attention_wrong_axis(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, dim=1)
+
+
+def attention_d2l_masking(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    if valid_lens is not None:
+        scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
+    weights = F.softmax(scores, dim=-1)
+    return torch.bmm(weights, values), weights
+
+
+def attention_no_mask(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, use_mask=False)
+
+
+def attention_transposed(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, transposed=True)
+
+
+def attention_over_keys(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, weigh_keys=True)
+
+
+def divide_by_value_size(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(values.shape[-1]))
+
+
+def divide_by_num_queries(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(queries.shape[1]))
+
+
+def attention_first_column(queries, keys, values, valid_lens=None):
+    if valid_lens is not None and valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]
+    return written_attention(queries, keys, values, valid_lens)
+
+
+def attention_weights_first(queries, keys, values, valid_lens=None):
+    return written_attention(queries, keys, values, valid_lens)[::-1]
+
 
 SCALED_DOT_PRODUCT = Exercise(
     "ch2.q1",
@@ -194,57 +243,57 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
         Mistake(
             "The scores are not scaled: divide q·k by sqrt(d), d = queries.shape[-1], so that their "
             "spread does not grow with the size of the vectors.",
-            lambda i: _dot_attention(i, divisor="none"),
+            wrong=no_scaling,
         ),
         Mistake(
             "The scores are divided by d; the scaling is 1/sqrt(d): `/ math.sqrt(d)`.",
-            lambda i: _dot_attention(i, divisor="d"),
+            wrong=divide_by_d,
         ),
         Mistake(
             "You scaled by sqrt(num_keys); d is the size of the query and key vectors, "
             "`queries.shape[-1]`, not the number of keys.",
-            lambda i: _dot_attention(i, divisor="sqrt_keys"),
+            wrong=divide_by_num_keys,
         ),
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1 (the "
             "last axis).",
-            lambda i: _dot_attention(i, dim=1),
+            wrong=attention_wrong_axis,
         ),
         # d2l's masking before no masking: with a single key, a row of valid length 0 comes out the same
         # under both, and the case with one key comes before the one that tells them apart.
-        Mistake(_EMPTY_ROW_HINT, lambda i: _dot_attention(i, mask="d2l")),
+        Mistake(_EMPTY_ROW_HINT, wrong=attention_d2l_masking),
         Mistake(
             "The mask is not applied: keys beyond valid_lens get weight. Pass the scores and valid_lens to "
             "`masked_softmax`.",
-            lambda i: _dot_attention(i, mask="none"),
+            wrong=attention_no_mask,
         ),
         Mistake(
             "You computed keys · queriesᵀ, a (batch_size, num_keys, num_queries) matrix. The scores are "
             "`queries @ keys.transpose(1, 2)`: one row per query, one column per key.",
-            lambda i: _dot_attention(i, transposed=True),
+            wrong=attention_transposed,
         ),
         Mistake(
             "The context averages the keys; it must average the values: `weights @ values`.",
-            lambda i: _dot_attention(i, weigh="keys"),
+            wrong=attention_over_keys,
         ),
         Mistake(
             "You scaled by sqrt(value_size); d is the size of the query and key vectors, "
             "`queries.shape[-1]`, not the size of the values.",
-            lambda i: _dot_attention(i, divisor="sqrt_values"),
+            wrong=divide_by_value_size,
         ),
         Mistake(
             "You scaled by sqrt(num_queries); d is the size of the query and key vectors, "
             "`queries.shape[-1]`, not the number of queries (axis 1).",
-            lambda i: _dot_attention(i, divisor="sqrt_queries"),
+            wrong=divide_by_num_queries,
         ),
         Mistake(
             "valid_lens of shape (batch_size, num_queries) gives one length per query; you used one per "
             "sequence (e.g. its first column). Broadcast it as `valid_lens[:, :, None]` against the keys.",
-            lambda i: _dot_attention(i, mask="first_column"),
+            wrong=attention_first_column,
         ),
         Mistake(
             "The two results are in the wrong order: return `(context, weights)`, the context first.",
-            lambda i: _dot_attention(i)[::-1],
+            wrong=attention_weights_first,
         ),
     ],
     error_hints=[_BMM_HINT],
@@ -311,52 +360,113 @@ def _additive_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Ten
     return context, weights, False
 
 
-def _additive_variant(
-    inputs: dict[str, Any],
-    *,
-    swap: bool = False,
-    tanh: str = "inside",
-    dim: int = -1,
-    mask: str = "finite",
-    uses_wk: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, bool]:
-    p = inputs["params"]
-    W_q, W_k, w_v = p["W_q.weight"], p["W_k.weight"], p["w_v.weight"]
-    q, k, lens = inputs["queries"], inputs["keys"], inputs["valid_lens"]
-    if swap:
-        W_q, W_k = W_k, W_q
-    features = (q @ W_q.T)[:, :, None, :] + (k @ W_k.T)[:, None, :, :]
-    if tanh == "inside":
-        scores = (torch.tanh(features) @ w_v.T).squeeze(-1)
-    elif tanh == "outside":
-        scores = torch.tanh(features @ w_v.T).squeeze(-1)
-    elif tanh == "relu":
-        scores = (torch.relu(features) @ w_v.T).squeeze(-1)
-    else:
-        scores = (features @ w_v.T).squeeze(-1)
-    if mask == "none":
+# The mistakes of ch2.q2, each written as a learner writes it: `attend` on the given layers.
+
+
+class AdditiveLayers(nn.Module):
+    """The given `__init__` of ch2.q2 and the one-line `prepare`; each mistake below writes its own `attend`
+    (and `prepare` where that is the mistake). Not an answer: `attend` is the exercise."""
+
+    def __init__(self, key_size, query_size, num_hiddens):
+        super().__init__()
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def prepare(self, keys, values, valid_lens=None):
+        return self.W_k(keys), values, valid_lens
+
+
+class AdditiveProjectsEveryStep(AdditiveLayers):
+    def prepare(self, keys, values, valid_lens=None):
+        return keys, values, valid_lens
+
+    def attend(self, queries, memory):
+        keys, values, valid_lens = memory
+        features = torch.tanh(self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveNoTanh(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :]
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveRelu(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.relu(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveTanhOutside(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :]
+        weights = masked_softmax(torch.tanh(self.w_v(features).squeeze(-1)), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveSwapped(AdditiveLayers):
+    def prepare(self, keys, values, valid_lens=None):
+        return self.W_q(keys), values, valid_lens
+
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.tanh(self.W_k(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveNoMask(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = F.softmax(self.w_v(features).squeeze(-1), dim=-1)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveD2lMasking(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        scores = self.w_v(features).squeeze(-1)
+        if valid_lens is not None:
+            scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
         weights = F.softmax(scores, dim=-1)
-    elif mask == "d2l":
-        weights = d2l_masked_softmax(scores, lens)
-    else:
-        weights = finite_masked_softmax(scores, lens)
-    if dim != -1:  # attend sees queries_per_call queries per call: a softmax over the queries sees those
-        per_call = inputs.get("queries_per_call", 1)
-        weights = torch.cat(
-            [finite_masked_softmax(scores[:, t : t + per_call], lens, dim=1)
-             for t in range(0, scores.shape[1], per_call)],
-            1,
-        )
-    return torch.bmm(weights, inputs["values"]), weights, uses_wk
+        return torch.bmm(weights, values), weights
 
 
-def _additive_first_query_per_call(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, bool] | None:
-    """The reference, if `attend` answered only the first query of each call."""
-    per_call = inputs["queries_per_call"]
-    if per_call == 1:
-        return None
-    firsts = dict(inputs, queries=inputs["queries"][:, ::per_call])
-    return _additive_reference(firsts)
+class AdditiveWrongAxis(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = softmax_wrong_axis(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveFirstQueryOnly(AdditiveLayers):
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = memory
+        features = torch.tanh(self.W_q(queries[:, :1])[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
+
+
+class AdditiveMemoryOnSelf(AdditiveLayers):
+    def prepare(self, keys, values, valid_lens=None):
+        self.memory = self.W_k(keys), values, valid_lens
+
+    def attend(self, queries, memory):
+        projected_keys, values, valid_lens = self.memory
+        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
+        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+        return torch.bmm(weights, values), weights
 
 
 ADDITIVE_ATTENTION = Exercise(
@@ -437,53 +547,47 @@ class AdditiveAttention(nn.Module):
         Mistake(
             "`attend` uses `self.W_k`: the keys are projected again at every decoder step. Project them "
             "once in `prepare`, put W_k k into the memory, and only read it in `attend`.",
-            lambda i: (*_additive_reference(i)[:2], True),
+            wrong=AdditiveProjectsEveryStep,
         ),
         Mistake(
             "tanh is missing: the score is w_vᵀ tanh(W_q q + W_k k); without the tanh it is linear in the "
             "query and the key.",
-            lambda i: _additive_variant(i, tanh="none"),
+            wrong=AdditiveNoTanh,
         ),
         Mistake(
             "You used ReLU where the score has tanh: w_vᵀ tanh(W_q q + W_k k). ReLU cuts the negative "
             "features to 0, so many keys score alike.",
-            lambda i: _additive_variant(i, tanh="relu"),
+            wrong=AdditiveRelu,
         ),
         Mistake(
             "tanh is applied after w_v; it goes inside: w_vᵀ tanh(W_q q + W_k k).",
-            lambda i: _additive_variant(i, tanh="outside"),
+            wrong=AdditiveTanhOutside,
         ),
         Mistake(
             "W_q and W_k are swapped: W_q projects the queries, W_k the keys.",
-            lambda i: (
-                _additive_variant(i, swap=True, uses_wk=True)
-                if i["params"]["W_q.weight"].shape == i["params"]["W_k.weight"].shape
-                else None
-            ),
+            wrong=AdditiveSwapped,
         ),
         Mistake(
             "The mask is not applied: keys beyond valid_lens get weight. Keep valid_lens in the memory and "
             "use `masked_softmax`.",
-            lambda i: _additive_variant(i, mask="none"),
+            wrong=AdditiveNoMask,
         ),
-        Mistake(_EMPTY_ROW_HINT, lambda i: _additive_variant(i, mask="d2l")),
+        Mistake(_EMPTY_ROW_HINT, wrong=AdditiveD2lMasking),
         Mistake(
             "The softmax runs over the wrong axis: with one query per step, a softmax over the queries "
             "gives every key weight 1. Normalise over the keys (the last axis).",
-            lambda i: _additive_variant(i, dim=1),
+            wrong=AdditiveWrongAxis,
         ),
         Mistake(
             "`attend` answered only the first of several queries: queries is (batch_size, num_queries, "
             "query_size), and each query needs its own context and weights.",
-            _additive_first_query_per_call,
+            wrong=AdditiveFirstQueryOnly,
         ),
         Mistake(
             "`attend` used the memory of the last `prepare` call, not the memory it was given: keep "
             "nothing on `self` in `prepare`; return the projected keys, the values and valid_lens, and "
             "read them from `memory` in `attend`.",
-            lambda i: _additive_reference(
-                dict(i, keys=i["keys"][:, :1], values=i["values"][:, :1], valid_lens=None)
-            ),
+            wrong=AdditiveMemoryOnSelf,
         ),
     ],
     error_hints=[
@@ -513,38 +617,10 @@ def _scores_case(spec: dict[str, Any], weights: Callable[[dict, torch.Generator,
     return Case(f"{case.label}, {shapes}", dict(case.inputs, **extra), spec, case.names)
 
 
-def _general_variant(
-    inputs: dict[str, Any],
-    *,
-    transpose: bool = False,
-    ignore: bool = False,
-    scale: bool = False,
-    softmax: bool = False,
-    swap_axes: bool = False,
-) -> torch.Tensor | None:
-    q, k, W_a = inputs["queries"], inputs["keys"], inputs["W_a"]
-    if (transpose or ignore) and q.shape[-1] != k.shape[-1]:
-        return None
-    projected = k if ignore else k @ (W_a if transpose else W_a.T)  # (batch, num_keys, query_size)
-    scores = torch.bmm(q, projected.transpose(1, 2))
-    if scale:
-        scores = scores / math.sqrt(q.shape[-1])
-    if softmax:
-        scores = F.softmax(scores, dim=-1)
-    return scores.transpose(1, 2) if swap_axes else scores
-
-
 _FIRST_QUERY = (
     "Only the first query was scored: queries is (batch_size, num_queries, query_size), and every query "
     "gets its own row of scores."
 )
-
-
-def _first_query_only(inputs: dict[str, Any], scores: Callable[[dict[str, Any]], Any]) -> Any:
-    """The scores of the first query alone, where the case has several."""
-    if inputs["queries"].shape[1] == 1:
-        return None
-    return scores(dict(inputs, queries=inputs["queries"][:, :1]))
 
 
 _SOFTMAX_SCORES = (
@@ -554,6 +630,37 @@ _TRANSPOSED_SCORES = (
     "The scores are transposed: return (batch_size, num_queries, num_keys), one row per query "
     "and one column per key."
 )
+
+# The mistakes of ch2.q3, each written as a learner writes it.
+
+
+def general_untransposed(queries, keys, W_a):
+    return torch.bmm(queries, (keys @ W_a).transpose(1, 2))
+
+
+def general_ignores_W_a(queries, keys, W_a):
+    return torch.bmm(queries, keys.transpose(1, 2))
+
+
+def general_scaled(queries, keys, W_a):
+    return torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)) / math.sqrt(queries.shape[-1])
+
+
+def general_softmaxed(queries, keys, W_a):
+    return F.softmax(torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)), dim=-1)
+
+
+def general_transposed(queries, keys, W_a):
+    return torch.bmm(keys @ W_a.T, queries.transpose(1, 2))
+
+
+def general_tanh(queries, keys, W_a):
+    return torch.tanh(queries @ (keys @ W_a.T).transpose(1, 2))
+
+
+def general_first_query(queries, keys, W_a):
+    return queries[:, :1] @ (keys @ W_a.T).transpose(1, 2)
+
 
 GENERAL_SCORES = Exercise(
     "ch2.q3",
@@ -588,29 +695,31 @@ def general_scores(queries, keys, W_a):
         spec, lambda s, g, d: {"W_a": seeded_randn((s["query_size"], s["key_size"]), g, d)}
     ),
     call=lambda answer, i: answer(i["queries"], i["keys"], i["W_a"]),
-    reference=lambda i: resolve("attn_course.attention.scoring.general_scores")(i["queries"], i["keys"], i["W_a"]),
+    reference=lambda i: resolve("attn_course.attention.scoring.general_scores")(
+        i["queries"], i["keys"], i["W_a"]
+    ),
     mistakes=[
         Mistake(
             "W_a is used untransposed. It is (query_size, key_size), the weight of nn.Linear(key_size, "
             "query_size): W_a k for a batch of keys is `keys @ W_a.T`.",
-            lambda i: _general_variant(i, transpose=True),
+            wrong=general_untransposed,
         ),
         Mistake(
             "W_a is ignored: that is the dot score qᵀk. The general score maps the keys first: qᵀ (W_a k).",
-            lambda i: _general_variant(i, ignore=True),
+            wrong=general_ignores_W_a,
         ),
         Mistake(
             "Luong's general score is not scaled: drop the 1/sqrt(d).",
-            lambda i: _general_variant(i, scale=True),
+            wrong=general_scaled,
         ),
-        Mistake(_SOFTMAX_SCORES, lambda i: _general_variant(i, softmax=True)),
-        Mistake(_TRANSPOSED_SCORES, lambda i: _general_variant(i, swap_axes=True)),
+        Mistake(_SOFTMAX_SCORES, wrong=general_softmaxed),
+        Mistake(_TRANSPOSED_SCORES, wrong=general_transposed),
         Mistake(
             "You applied tanh to the scores: Luong's general score is the raw qᵀ W_a k, with no "
             "non-linearity.",
-            lambda i: torch.tanh(_general_variant(i)),
+            wrong=general_tanh,
         ),
-        Mistake(_FIRST_QUERY, lambda i: _first_query_only(i, _general_variant)),
+        Mistake(_FIRST_QUERY, wrong=general_first_query),
     ],
     error_hints=[
         ErrorHint(
@@ -625,32 +734,49 @@ def general_scores(queries, keys, W_a):
 with_gradients(GENERAL_SCORES, ("queries", "keys", "W_a"))
 
 
-def _concat_variant(
-    inputs: dict[str, Any],
-    *,
-    order: str = "qk",
-    tanh: str = "inside",
-    softmax: bool = False,
-    swap_axes: bool = False,
-) -> torch.Tensor | None:
-    q, k, W_a, v_a = inputs["queries"], inputs["keys"], inputs["W_a"], inputs["v_a"]
-    qs = q.shape[-1]
-    if order == "kq":
-        if q.shape[-1] != k.shape[-1]:
-            return None
-        W_q, W_k = W_a[:, qs:], W_a[:, :qs]
-    else:
-        W_q, W_k = W_a[:, :qs], W_a[:, qs:]
-    features = (q @ W_q.T)[:, :, None, :] + (k @ W_k.T)[:, None, :, :]
-    if tanh == "inside":
-        scores = (torch.tanh(features) @ v_a.T).squeeze(-1)
-    elif tanh == "outside":
-        scores = torch.tanh(features @ v_a.T).squeeze(-1)
-    else:
-        scores = (features @ v_a.T).squeeze(-1)
-    if softmax:
-        scores = F.softmax(scores, dim=-1)
-    return scores.transpose(1, 2) if swap_axes else scores
+# The mistakes of ch2.q4, each written as a learner writes it.
+
+
+def concat_pairs(queries, keys, key_first=False):
+    num_queries, num_keys = queries.shape[1], keys.shape[1]
+    q = queries[:, :, None, :].expand(-1, -1, num_keys, -1)
+    k = keys[:, None, :, :].expand(-1, num_queries, -1, -1)
+    return torch.cat([k, q] if key_first else [q, k], dim=-1)
+
+
+def concat_key_first(queries, keys, W_a, v_a):
+    return (torch.tanh(concat_pairs(queries, keys, key_first=True) @ W_a.T) @ v_a.T).squeeze(-1)
+
+
+def concat_no_tanh(queries, keys, W_a, v_a):
+    return (concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
+
+
+def concat_tanh_outside(queries, keys, W_a, v_a):
+    return torch.tanh(concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
+
+
+def concat_softmaxed(queries, keys, W_a, v_a):
+    return F.softmax((torch.tanh(concat_pairs(queries, keys) @ W_a.T) @ v_a.T).squeeze(-1), dim=-1)
+
+
+def concat_keys_by_queries(queries, keys, W_a, v_a):
+    num_queries, num_keys = queries.shape[1], keys.shape[1]
+    q = queries[:, None, :, :].expand(-1, num_keys, -1, -1)
+    k = keys[:, :, None, :].expand(-1, -1, num_queries, -1)
+    return (torch.tanh(torch.cat([q, k], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
+
+
+def concat_first_query(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries[:, :1] @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
+    return (h @ v_a.T).squeeze(-1)
+
+
+def concat_bare_squeeze(queries, keys, W_a, v_a):
+    qs = queries.shape[-1]
+    h = torch.tanh((queries @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
+    return (h @ v_a.T).squeeze()
 
 
 CONCAT_SCORES = Exercise(
@@ -700,26 +826,20 @@ def concat_scores(queries, keys, W_a, v_a):
         Mistake(
             "The concatenation order is reversed: the score reads [q; k] -- the query first, then the key "
             "-- so the first query_size columns of W_a multiply the query. You built [k; q].",
-            lambda i: _concat_variant(i, order="kq"),
+            wrong=concat_key_first,
         ),
-        Mistake(
-            "tanh is missing: the score is v_aᵀ tanh(W_a [q; k]).", lambda i: _concat_variant(i, tanh="none")
-        ),
+        Mistake("tanh is missing: the score is v_aᵀ tanh(W_a [q; k]).", wrong=concat_no_tanh),
         Mistake(
             "tanh is applied after v_a; it goes inside: v_aᵀ tanh(W_a [q; k]).",
-            lambda i: _concat_variant(i, tanh="outside"),
+            wrong=concat_tanh_outside,
         ),
-        Mistake(_SOFTMAX_SCORES, lambda i: _concat_variant(i, softmax=True)),
-        Mistake(_TRANSPOSED_SCORES, lambda i: _concat_variant(i, swap_axes=True)),
-        Mistake(_FIRST_QUERY, lambda i: _first_query_only(i, _concat_variant)),
+        Mistake(_SOFTMAX_SCORES, wrong=concat_softmaxed),
+        Mistake(_TRANSPOSED_SCORES, wrong=concat_keys_by_queries),
+        Mistake(_FIRST_QUERY, wrong=concat_first_query),
         Mistake(
             "`.squeeze()` without an axis also dropped an axis of size 1 (the batch, the queries or the "
             "keys): squeeze only the last axis, `.squeeze(-1)`.",
-            lambda i: (
-                _concat_variant(i).squeeze()
-                if _concat_variant(i).squeeze().shape != _concat_variant(i).shape
-                else None
-            ),
+            wrong=concat_bare_squeeze,
         ),
     ],
     error_hints=[
@@ -773,24 +893,39 @@ def _bugged_attention(inputs: dict[str, Any], remaining: frozenset[str] = frozen
     return weights @ v, weights
 
 
-def _fixed_attention(inputs: dict[str, Any], *, mask_before: bool = True, extra: int = 0) -> Any:
-    """masked_attention with its three bugs fixed but one new slip: the padded keys left in the softmax and
-    zeroed after it (mask_before=False), or `extra` padded keys kept (`<=` in the mask: extra=1)."""
-    q, k, v, lens = inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"]
-    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
-    real = (torch.arange(k.shape[1]) < lens[:, None] + extra)[:, None, :]
-    if mask_before:
-        scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)
+# The mistakes of ch2.q5 besides the planted ones, each written as a learner writes it.
+
+
+def hunted(queries, keys, values, valid_lens, *, axis=False, dim=False, fill="fixed"):
+    """ch2.q5's masked_attention with some planted bugs fixed, as a learner would fix them."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
+    mask = real[:, :, None] if axis else real.unsqueeze(1)
+    value = {"fixed": torch.finfo(scores.dtype).min, "planted": -1e6, "number": torch.finfo(scores.dtype).min}
+    filled = scores.masked_fill(~mask, value.get(fill, -1e6) if fill != "inf" else -math.inf)
+    weights = F.softmax(filled, dim=1 if dim else -1)
+    if fill in ("fixed", "zeroed"):
+        weights = weights * mask
+    return weights @ values, weights
+
+
+def hunt_minus_inf(*args):
+    return hunted(*args, fill="inf")
+
+
+def hunt_masked_after_softmax(queries, keys, values, valid_lens):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    real = (torch.arange(keys.shape[1]) < valid_lens[:, None])[:, None, :]
     weights = F.softmax(scores, dim=-1) * real
-    return weights @ v, weights
+    return weights @ values, weights
 
 
-def _masked_attention_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-    weights = resolve("attn_course.attention.masking.masked_softmax")(
-        inputs["queries"] @ inputs["keys"].transpose(1, 2) / math.sqrt(inputs["queries"].shape[-1]),
-        inputs["valid_lens"],
-    )
-    return weights @ inputs["values"], weights
+def hunt_keeps_one_padded_key(queries, keys, values, valid_lens):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    real = (torch.arange(keys.shape[1]) <= valid_lens[:, None])[:, None, :]
+    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1) * real
+    return weights @ values, weights
 
 
 MASKED_ATTENTION_BUGS = BugHunt(
@@ -857,24 +992,24 @@ def masked_attention(queries, keys, values, valid_lens):
     ],
     build=_attention_case,
     call=lambda answer, i: answer(i["queries"], i["keys"], i["values"], i["valid_lens"]),
-    reference=_masked_attention_reference,
+    reference=_dot_reference,
     mistakes=[
         *planted_mistakes(_ATTENTION_BUGS, _bugged_attention),
         Mistake(
             "A sentence of valid length 0 came out NaN: filled with -inf, its softmax computes 0/0. Fill "
             "with `torch.finfo(scores.dtype).min` and zero the padded weights after the softmax.",
-            lambda i: _bugged_attention(i, fill="inf"),
+            wrong=hunt_minus_inf,
         ),
         Mistake(
             "The padded keys took part in the softmax: zeroing their weights afterwards leaves the real "
             "keys' weights summing to less than 1. Mask the scores *before* the softmax (fill with "
             "`torch.finfo(scores.dtype).min`), then zero the padded weights.",
-            lambda i: _fixed_attention(i, mask_before=False),
+            wrong=hunt_masked_after_softmax,
         ),
         Mistake(
             "The mask keeps one padded key: key j is real when j < valid_lens[i]; with `<=` the first "
             "padded key gets weight too.",
-            lambda i: _fixed_attention(i, extra=1),
+            wrong=hunt_keeps_one_padded_key,
         ),
     ],
     error_hints=[

@@ -3,8 +3,9 @@ the last real encoder state of each padded sentence, and `BiEncoder` (ch3.q3), a
 packed batch with the bridge to the decoder's initial state.
 
 Their references are `attn_course.training.loop.masked_cross_entropy`, `outputs[i, valid_len - 1]` and
-`attn_course.models.encoders.Encoder`; the mistakes named include averaging over padding, taking the last column of a
-padded batch and running the GRU over the padding.
+`attn_course.models.encoders.Encoder`. Each mistake named is written once, as the wrong code a learner writes
+(`ce_unmasked`, `EncoderUnpacked`, ...): averaging over padding, taking the last column of a padded batch,
+running the GRU over the padding, and more.
 """
 
 from __future__ import annotations
@@ -50,46 +51,61 @@ def _cross_entropy_case(spec: dict[str, Any]) -> Case:
     return Case(label, {"logits": logits, "tgt_out": labels, "tgt_valid_lens": lens}, spec, "the loss")
 
 
-def _token_losses(inputs: dict[str, Any], ignore_pad: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(losses (batch, T), real (batch, T) bool) for the cross-entropy variants."""
-    logits, labels, lens = inputs["logits"], inputs["tgt_out"], inputs["tgt_valid_lens"]
-    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
-    real = torch.arange(labels.shape[1])[None, :] < lens[:, None]
-    if ignore_pad:
-        real = labels != 0
-    return losses, real
+# The mistakes of ch3.q1, each written as a learner writes it.
 
 
-def _cross_entropy_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> torch.Tensor:
-        losses, real = _token_losses(inputs, ignore_pad=kind == "ignore_index")
-        masked = (losses * real).sum()
-        if kind == "unmasked":
-            return losses.mean()
-        if kind == "all_positions":
-            return masked / losses.numel()
-        if kind == "per_sentence":
-            return ((losses * real).sum(1) / real.sum(1)).mean()
-        if kind == "sum":
-            return masked
-        if kind == "one_less":  # <eos> left out
-            lens = inputs["tgt_valid_lens"]
-            fewer = torch.arange(losses.shape[1])[None, :] < lens[:, None] - 1
-            return (losses * fewer).sum() / fewer.sum() if fewer.any() else None
-        if kind == "time_axis":
-            logits, labels = inputs["logits"], inputs["tgt_out"]
-            picked = F.log_softmax(logits, dim=1).gather(-1, labels[..., None])[..., 0]
-            return -(picked * real).sum() / real.sum()
-        if kind == "probability":  # softmax without the log
-            picked = F.softmax(inputs["logits"], dim=-1).gather(-1, inputs["tgt_out"][..., None])[..., 0]
-            return -(picked * real).sum() / real.sum()
-        if kind == "one_more":
-            lens = inputs["tgt_valid_lens"]
-            extra = torch.arange(losses.shape[1])[None, :] <= lens[:, None]
-            return (losses * extra).sum() / extra.sum()
-        return masked / real.sum()  # ignore_index: the mask comes from the labels, not the lengths
+def token_losses(logits, tgt_out, tgt_valid_lens):
+    """Each position's loss and whether it is real, as a learner computes them (three mistakes use it)."""
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    mask = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    return losses, mask
 
-    return variant
+
+def ce_unmasked(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out)
+
+
+def ce_over_all_positions(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return (losses * mask).sum() / losses.numel()
+
+
+def ce_per_sentence(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return ((losses * mask).sum(1) / tgt_valid_lens).mean()
+
+
+def ce_sum(logits, tgt_out, tgt_valid_lens):
+    losses, mask = token_losses(logits, tgt_out, tgt_valid_lens)
+    return (losses * mask).sum()
+
+
+def ce_keeps_one_padded(logits, tgt_out, tgt_valid_lens):
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    mask = torch.arange(tgt_out.shape[1])[None, :] <= tgt_valid_lens[:, None]
+    return (losses * mask).sum() / mask.sum()
+
+
+def ce_ignore_index(logits, tgt_out, tgt_valid_lens):
+    return F.cross_entropy(logits.transpose(1, 2), tgt_out, ignore_index=0)
+
+
+def ce_drops_eos(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None] - 1
+    losses = F.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+    return (losses * real).sum() / real.sum()
+
+
+def ce_log_softmax_over_time(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    picked = F.log_softmax(logits, dim=1).gather(-1, tgt_out[..., None])[..., 0]
+    return -(picked * real).sum() / real.sum()
+
+
+def ce_probabilities(logits, tgt_out, tgt_valid_lens):
+    real = torch.arange(tgt_out.shape[1])[None, :] < tgt_valid_lens[:, None]
+    p = F.softmax(logits, dim=-1).gather(-1, tgt_out[..., None])[..., 0]
+    return -(p * real).sum() / real.sum()
 
 
 MASKED_CROSS_ENTROPY = Exercise(
@@ -153,44 +169,42 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
         Mistake(
             "Padding is not masked: the loss averages over every position, padding included. Mask the "
             "positions at or beyond `tgt_valid_lens`.",
-            _cross_entropy_variant("unmasked"),
+            wrong=ce_unmasked,
         ),
         Mistake(
             "The masked sum is divided by batch_size * T, padding included; divide by the number of real "
             "tokens, `mask.sum()`, so that the loss does not shrink when a batch has more padding.",
-            _cross_entropy_variant("all_positions"),
+            wrong=ce_over_all_positions,
         ),
         Mistake(
             "You averaged each sentence, then the sentences: a 2-token sentence then weighs as much as a "
             "20-token one. Average over all real tokens of the batch: `(losses * mask).sum() / mask.sum()`.",
-            _cross_entropy_variant("per_sentence"),
+            wrong=ce_per_sentence,
         ),
-        Mistake(
-            "You returned the sum over real tokens; the loss is their mean.", _cross_entropy_variant("sum")
-        ),
+        Mistake("You returned the sum over real tokens; the loss is their mean.", wrong=ce_sum),
         Mistake(
             "Off by one: position `tgt_valid_len` is already padding (the real tokens are 0 .. len-1).",
-            _cross_entropy_variant("one_more"),
+            wrong=ce_keeps_one_padded,
         ),
         Mistake(
             "You found the padding from the labels (e.g. `ignore_index=0`), but a padded position's label "
             "can be any id; which positions are real is what `tgt_valid_lens` says.",
-            _cross_entropy_variant("ignore_index"),
+            wrong=ce_ignore_index,
         ),
         Mistake(
             "Off by one: you left out each sentence's last real token, its <eos>. `tgt_valid_lens` counts "
             "<eos>, so the real positions are 0 .. len-1: keep `j < tgt_valid_lens`.",
-            _cross_entropy_variant("one_less"),
+            wrong=ce_drops_eos,
         ),
         Mistake(
             "The log-softmax runs over the wrong axis: it must normalise over the vocabulary (the last "
             "axis of logits, `dim=-1`), not over the time steps.",
-            _cross_entropy_variant("time_axis"),
+            wrong=ce_log_softmax_over_time,
         ),
         Mistake(
             "You averaged the probabilities p(y_t), not their logarithms: the loss is the mean of "
             "-log p(y_t) (use `F.log_softmax`, or `F.cross_entropy` on the logits).",
-            _cross_entropy_variant("probability"),
+            wrong=ce_probabilities,
         ),
     ],
     error_hints=[
@@ -220,23 +234,41 @@ _FINAL_OFF_BY_ONE = (
 )
 
 
-def _final_state_one_past(inputs: dict[str, Any]) -> torch.Tensor | None:
-    """outputs[i, valid_lens[i]], where no sentence fills the batch (else that indexing fails)."""
-    outputs, lens = inputs["outputs"], inputs["valid_lens"]
-    if int(lens.max()) >= outputs.shape[1]:
-        return None
-    return outputs[torch.arange(outputs.shape[0]), lens]
-
-
 def _final_state_reference(inputs: dict[str, Any]) -> torch.Tensor:
     outputs, lens = inputs["outputs"], inputs["valid_lens"]
     return outputs[torch.arange(outputs.shape[0]), lens - 1]
 
 
-def _masked_mean(inputs: dict[str, Any]) -> torch.Tensor:
-    outputs, lens = inputs["outputs"], inputs["valid_lens"]
-    real = (torch.arange(outputs.shape[1])[None, :] < lens[:, None]).to(outputs.dtype)
-    return (outputs * real[..., None]).sum(1) / real.sum(1, keepdim=True)
+# The mistakes of ch3.q2, each written as a learner writes it.
+
+
+def state_last_padded(outputs, valid_lens):
+    return outputs[:, -1]
+
+
+def state_mean(outputs, valid_lens):
+    mask = torch.arange(outputs.shape[1])[None, :] < valid_lens[:, None]
+    return (outputs * mask[..., None]).sum(1) / valid_lens[:, None]
+
+
+def state_mean_with_padding(outputs, valid_lens):
+    return outputs.mean(dim=1)
+
+
+def state_first(outputs, valid_lens):
+    return outputs[:, 0]
+
+
+def state_off_by_one(outputs, valid_lens):
+    return outputs[torch.arange(outputs.shape[0]), valid_lens]
+
+
+def state_every_length(outputs, valid_lens):
+    return outputs[:, valid_lens - 1]
+
+
+def state_gather_unexpanded(outputs, valid_lens):
+    return outputs.gather(1, (valid_lens - 1).view(-1, 1, 1)).squeeze(1)
 
 
 FINAL_STATE = Exercise(
@@ -288,33 +320,33 @@ def final_state(outputs, valid_lens):
         Mistake(
             "You took the last *padded* position, `outputs[:, -1]`: for a sentence shorter than the batch "
             "that is padding, not its last word. Use each sentence's own `valid_len - 1`.",
-            lambda i: i["outputs"][:, -1],
+            wrong=state_last_padded,
         ),
         Mistake(
             "You averaged the real positions: that is a summary of the sentence, but the bottleneck's "
             "context is the state after its last real token, `outputs[i, valid_len - 1]`.",
-            _masked_mean,
+            wrong=state_mean,
         ),
         Mistake(
             "You averaged every position, padding included. The context is the state at the last real "
             "position, `outputs[i, valid_len - 1]`.",
-            lambda i: i["outputs"].mean(1),
+            wrong=state_mean_with_padding,
         ),
         Mistake(
             "You took the first position; the context is the state after the *last* real token.",
-            lambda i: i["outputs"][:, 0],
+            wrong=state_first,
         ),
-        Mistake(_FINAL_OFF_BY_ONE, _final_state_one_past),
+        Mistake(_FINAL_OFF_BY_ONE, wrong=state_off_by_one),
         Mistake(
             "`outputs[:, valid_lens - 1]` takes every sentence at every sentence's length, a (batch_size, "
             "batch_size, num_hiddens) tensor: pair row i with its own length, "
             "`outputs[torch.arange(batch_size), valid_lens - 1]`.",
-            lambda i: i["outputs"][:, i["valid_lens"] - 1],
+            wrong=state_every_length,
         ),
         Mistake(
             "`gather` took one number per sentence: its index must have the shape of what it returns, so "
             "expand it over the features, `index.expand(-1, 1, num_hiddens)`, before `gather(1, index)`.",
-            lambda i: i["outputs"].gather(1, (i["valid_lens"] - 1).view(-1, 1, 1)).squeeze(1),
+            wrong=state_gather_unexpanded,
         ),
     ],
     error_hints=[
@@ -398,43 +430,92 @@ def _encoder_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, ...]:
     return _encoder_run(forward, _package_encoder(inputs), inputs)
 
 
-def _encoder_variant(
-    *,
-    packed: bool = True,
-    zero_padding: bool = False,
-    total_length: bool = True,
-    final: str = "h_n",
-    tanh: bool = True,
-    layer_axis: bool = True,
-):
-    """A known-wrong encoder: `final` says what feeds the bridge ("h_n" is right)."""
+# The mistakes of ch3.q3, each written as a learner writes it: a forward on the given __init__.
 
-    def forward(m: nn.Module, src: torch.Tensor, lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        X = m.embedding(src)
-        h = m.num_hiddens
-        if packed:
-            packed_in = pack_padded_sequence(X, lens, batch_first=True, enforce_sorted=False)
-            packed_out, h_n = m.rnn(packed_in)
-            length = src.shape[1] if total_length else None
-            outputs, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=length)
-        else:
-            outputs, h_n = m.rnn(X)
-            if zero_padding:
-                outputs = outputs * (torch.arange(src.shape[1])[None, :] < lens[:, None])[..., None]
-        rows, last = torch.arange(src.shape[0]), lens - 1
-        bridge_input = {
-            "h_n": lambda: torch.cat([h_n[0], h_n[1]], -1),
-            "swapped": lambda: torch.cat([h_n[1], h_n[0]], -1),
-            "reshaped": lambda: h_n.reshape(src.shape[0], 2 * h),
-            "last_column": lambda: outputs[:, -1],
-            "last_real": lambda: outputs[rows, last],
-            "first": lambda: outputs[:, 0],
-        }[final]()
-        s_0 = m.bridge(bridge_input)
-        s_0 = torch.tanh(s_0) if tanh else s_0
-        return outputs, s_0[None] if layer_axis else s_0
 
-    return lambda inputs: _encoder_run(forward, _package_encoder(inputs), inputs)
+class EncoderBase(nn.Module):
+    """The given __init__ of ch3.q3 and the packing a learner writes; each mistake below writes its own
+    forward."""
+
+    def __init__(self, vocab_size, embed_size, num_hiddens, decoder_hiddens):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=0)
+        self.rnn = nn.GRU(embed_size, num_hiddens, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(2 * num_hiddens, decoder_hiddens)
+
+    def packed(self, src, valid_lens, **kwargs):
+        packed = pack_padded_sequence(
+            self.embedding(src),
+            valid_lens,
+            batch_first=True,
+            enforce_sorted=kwargs.get("enforce_sorted", False),
+        )
+        packed_outputs, h_n = self.rnn(packed)
+        length = kwargs.get("total_length", src.shape[1])
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=length)
+        return outputs, h_n
+
+
+class EncoderUnpacked(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1))).unsqueeze(0)
+
+
+class EncoderUnpackedZeroed(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.rnn(self.embedding(src))
+        real = torch.arange(src.shape[1])[None, :, None] < valid_lens[:, None, None]
+        return outputs.masked_fill(~real, 0), torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderShortOutputs(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens, total_length=None)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))[None]
+
+
+class EncoderBridgeLastColumn(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, -1]))[None]
+
+
+class EncoderBridgeLastWord(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[torch.arange(src.shape[0]), valid_lens - 1]))[None]
+
+
+class EncoderBridgeFirstPosition(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, _ = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(outputs[:, 0, :]))[None]
+
+
+class EncoderBackwardFirst(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[-1], h_n[-2]], -1)))[None]
+
+
+class EncoderReshapedStates(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(h_n.reshape(src.shape[0], -1)))[None]
+
+
+class EncoderNoTanh(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, self.bridge(torch.cat([h_n[0], h_n[1]], -1))[None]
+
+
+class EncoderNoLayerAxis(EncoderBase):
+    def forward(self, src, valid_lens):
+        outputs, h_n = self.packed(src, valid_lens)
+        return outputs, torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))
 
 
 BI_ENCODER = Exercise(
@@ -503,52 +584,52 @@ class BiEncoder(nn.Module):
             "The GRU ran over the padding: the outputs at padded positions are not 0, and the backward "
             "direction started on padding instead of on each sentence's last word. Pack the batch with "
             "`pack_padded_sequence(X, valid_lens.cpu(), batch_first=True, enforce_sorted=False)`.",
-            _encoder_variant(packed=False),
+            wrong=EncoderUnpacked,
         ),
         Mistake(
             "The outputs at padded positions are 0, but the GRU still ran over the padding: its backward "
             "direction started on padding, so every backward state and the final states differ. Zeroing "
             "afterwards cannot undo that; pack the batch with `pack_padded_sequence` before the GRU.",
-            _encoder_variant(packed=False, zero_padding=True),
+            wrong=EncoderUnpackedZeroed,
         ),
         Mistake(
             "The outputs stop at the longest sentence of the batch: pass `total_length=src.shape[1]` to "
             "`pad_packed_sequence` so that they keep the batch's S positions.",
-            _encoder_variant(total_length=False),
+            wrong=EncoderShortOutputs,
         ),
         Mistake(
             "The bridge read `outputs[:, -1]`, the last *padded* position: for a sentence shorter than the "
             "batch that is padding. Feed it the GRU's final states, h_n, which packing takes at each "
             "sentence's own end.",
-            _encoder_variant(final="last_column"),
+            wrong=EncoderBridgeLastColumn,
         ),
         Mistake(
             "The bridge read the outputs at each sentence's last word: right for the forward direction, but "
             "there the backward GRU has read a single word. Its final state h←_1 is the one after the "
             "*first* word: take both from h_n, `torch.cat([h_n[0], h_n[1]], -1)`.",
-            _encoder_variant(final="last_real"),
+            wrong=EncoderBridgeLastWord,
         ),
         Mistake(
             "The bridge read the outputs at the first position: right for the backward direction (h←_1), but "
             "there the forward GRU has read a single word. Take both final states from h_n.",
-            _encoder_variant(final="first"),
+            wrong=EncoderBridgeFirstPosition,
         ),
         Mistake(
             "The directions are swapped: the bridge takes [h→_S; h←_1], forward first -- `torch.cat([h_n[0], "
             "h_n[1]], -1)`, as the annotations [h→_j; h←_j] are built.",
-            _encoder_variant(final="swapped"),
+            wrong=EncoderBackwardFirst,
         ),
         Mistake(
             "h_n has shape (2, batch_size, H), directions first: `h_n.reshape(batch_size, -1)` mixes the "
             "sentences of the batch. Concatenate the two directions instead, `torch.cat([h_n[0], h_n[1]], "
             "-1)` (or `h_n.transpose(0, 1).reshape(batch_size, -1)`).",
-            _encoder_variant(final="reshaped"),
+            wrong=EncoderReshapedStates,
         ),
-        Mistake("tanh is missing: s_0 = tanh(W_s [h→_S; h←_1]).", _encoder_variant(tanh=False)),
+        Mistake("tanh is missing: s_0 = tanh(W_s [h→_S; h←_1]).", wrong=EncoderNoTanh),
         Mistake(
             "s_0 has no layer axis: the decoder's nn.GRU wants its initial state as (num_layers, batch_size, "
             "decoder_hiddens), here (1, batch_size, decoder_hiddens): add it with `[None]`.",
-            _encoder_variant(layer_axis=False),
+            wrong=EncoderNoLayerAxis,
         ),
     ],
     error_hints=[

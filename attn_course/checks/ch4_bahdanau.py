@@ -2,7 +2,9 @@
 query is s_{t-1}, and `alignment_error_rate` (ch4.q2) against sure and possible links.
 
 The decoder's cases are built from seeded GRU weights and the package's `AdditiveAttention`; its reference is
-the same loop written out here, and its mistakes include querying with s_t instead of s_{t-1}.
+the package's `BahdanauDecoder`, stepped over the case. Each known mistake is written once, as the wrong code
+a learner writes (`bahdanau_queries_with_s_t`, `aer_sure_only`, ...), and named when the learner's output is
+its output.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from attn_course.checks.inputs import (
     spec_size,
     with_gradients,
 )
+from attn_course.models.decoders import BahdanauDecoder, DecoderState
 
 
 def _bahdanau_case(spec: dict[str, Any]) -> Case:
@@ -83,35 +86,108 @@ def _bahdanau_call(fn: Callable, inputs: dict[str, Any]) -> Any:
     return (*result, has_nan and not had_nan)
 
 
-def _bahdanau_loop(
-    inputs: dict[str, Any],
-    *,
-    query: str = "previous",
-    order: str = "yc",
-    once: bool = False,
-    shift: bool = False,
-    same_input: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
-    """Bahdanau's decoder over the teacher-forced steps, and its known-wrong variants."""
-    attention, rnn, memory = _bahdanau_parts(inputs)
-    embedded, s = inputs["embedded"], inputs["s_0"]
-    previous_context = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
+class _CaseEmbedding(nn.Module):
+    """In a decoder, in place of its embedding: token t stands for step t, whose embedding is the case's
+    `embedded[:, t]` (the gradient reaches it)."""
+
+    def __init__(self, embedded: torch.Tensor):
+        super().__init__()
+        self.held = embedded
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.held[torch.arange(self.held.shape[0]), tokens]
+
+
+def _bahdanau_loop(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, bool]:
+    """The package's BahdanauDecoder stepped over the case's teacher-forced steps, fed its embeddings, s_0,
+    GRU and attention weights; its output layer is the identity, so each step's logits are the features
+    [s_t; c_t; e(y_{t-1})] of eq. 4. Returns the states, contexts and weights, and False (keys projected
+    once)."""
+    p, embedded = inputs["attention"], inputs["embedded"]
+    (a, enc), (b, steps, e), h = p["W_k.weight"].shape, embedded.shape, inputs["s_0"].shape[-1]
+    decoder = BahdanauDecoder(steps, e, h, enc_size=enc, attn_hiddens=a).to(embedded.dtype).eval()
+    decoder.attention.load_state_dict(p)
+    decoder.rnn.load_state_dict({f"{name}_l0": value for name, value in inputs["rnn"].items()})
+    decoder.embedding, decoder.output = _CaseEmbedding(embedded), nn.Identity()
+    lens = inputs["valid_lens"]
+    memory = decoder.attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], lens)
+    state = DecoderState(hidden=inputs["s_0"][None], memory=memory, feed=None, step=0, src_valid_lens=lens)
     states, contexts, weights = [], [], []
-    first = attention.attend(s[:, None], memory)
+    for t in range(steps):
+        features, state, weight = decoder.step(torch.full((b,), t), state)
+        states.append(state.hidden[-1])
+        contexts.append(features[:, h : h + enc])
+        weights.append(weight)
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1), False
+
+
+# The mistakes of ch4.q1, each written as a learner writes it: Bahdanau's loop with one thing changed.
+
+
+def bahdanau(
+    embedded,
+    s_0,
+    memory,
+    attention,
+    rnn,
+    *,
+    luong_order=False,
+    swap=False,
+    once=False,
+    shift=False,
+    forward=False,
+):
+    s, states, contexts, weights = s_0, [], [], []
+    context_prev = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
+    fixed = attention.attend(s[:, None], memory)
     for t in range(embedded.shape[1]):
-        if query == "previous":
-            context, weight = first if once else attention.attend(s[:, None], memory)
-            parts = [embedded[:, 0 if same_input else t], context[:, 0]]
-            new_s = rnn(torch.cat(parts if order == "yc" else parts[::-1], -1), s)
-        else:  # attend with the new state, feeding the previous step's context to the GRU
-            new_s = rnn(torch.cat([embedded[:, t], previous_context], -1), s)
-            context, weight = attention.attend(new_s[:, None], memory)
-            previous_context = context[:, 0]
-        states.append(s if shift else new_s)
+        if luong_order:
+            s_new = rnn(torch.cat([embedded[:, t], context_prev], -1), s)
+            context, weight = attention.attend(s_new[:, None], memory)
+            context_prev = context[:, 0]
+        else:
+            if once:
+                context, weight = fixed
+            elif forward:
+                context = attention(s[:, None], memory.keys, memory.values, memory.valid_lens)
+                weight = attention.attention_weights
+            else:
+                context, weight = attention.attend(s[:, None], memory)
+            x = [context[:, 0], embedded[:, t]] if swap else [embedded[:, t], context[:, 0]]
+            s_new = rnn(torch.cat(x, -1), s)
+        states.append(s if shift else s_new)
         contexts.append(context[:, 0])
         weights.append(weight[:, 0])
-        s = new_s
-    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1), False
+        s = s_new
+    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+
+
+def bahdanau_queries_with_s_t(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, luong_order=True)
+
+
+def bahdanau_context_first(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, swap=True)
+
+
+def bahdanau_context_once(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, once=True)
+
+
+def bahdanau_returns_s_0(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, shift=True)
+
+
+def bahdanau_first_embedding(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded[:, :1].expand_as(embedded), s_0, memory, attention, rnn)
+
+
+def bahdanau_stacked_on_axis_0(embedded, s_0, memory, attention, rnn):
+    return tuple(r.transpose(0, 1) for r in bahdanau(embedded, s_0, memory, attention, rnn))
+
+
+def bahdanau_calls_forward(embedded, s_0, memory, attention, rnn):
+    return bahdanau(embedded, s_0, memory, attention, rnn, forward=True)
 
 
 BAHDANAU_DECODE = Exercise(
@@ -180,36 +256,36 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
         Mistake(
             "The attention at step t uses the new state s_t, where Bahdanau's decoder needs the previous "
             "one, s_{t-1}: attend first (with the state you have), then run the GRU on [e(y_{t-1}); c_t].",
-            lambda i: _bahdanau_loop(i, query="current"),
+            wrong=bahdanau_queries_with_s_t,
         ),
         Mistake(
             "The GRU's input is [e(y_{t-1}); c_t] -- the embedding first, then the context: the cell's "
             "weights were trained for that order.",
-            lambda i: _bahdanau_loop(i, order="cy"),
+            wrong=bahdanau_context_first,
         ),
         Mistake(
             "The context never changes: it must be recomputed at every step from the current s_{t-1}; "
             "yours is the one from s_0.",
-            lambda i: _bahdanau_loop(i, once=True),
+            wrong=bahdanau_context_once,
         ),
         Mistake(
             "Off by one: the states to return are s_1..s_T, the state after each step; yours start at s_0.",
-            lambda i: _bahdanau_loop(i, shift=True),
+            wrong=bahdanau_returns_s_0,
         ),
         Mistake(
             "Every step was fed the first embedding, `embedded[:, 0]`: step t takes e(y_{t-1}), "
             "`embedded[:, t]`.",
-            lambda i: _bahdanau_loop(i, same_input=True),
+            wrong=bahdanau_first_embedding,
         ),
         Mistake(
             "The results are stacked along axis 0, (T, batch_size, ...): stack the steps along axis 1, "
             "`torch.stack(states, dim=1)`, for (batch_size, T, ...).",
-            lambda i: (*(r.transpose(0, 1) for r in _bahdanau_loop(i)[:3]), False),
+            wrong=bahdanau_stacked_on_axis_0,
         ),
         Mistake(
             "The steps project the keys again (e.g. by calling `attention(query, keys, ...)`): the memory "
             "already holds W_k h_j; call `attention.attend(query, memory)` at every step.",
-            lambda i: (*_bahdanau_loop(i)[:3], True),
+            wrong=bahdanau_calls_forward,
         ),
     ],
     error_hints=[
@@ -260,39 +336,44 @@ def _links_case(spec: dict[str, Any]) -> Case:
     return Case(label, {"predicted": predicted, "sure": sure, "possible": possible}, spec, "the AER")
 
 
-def _aer_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> float | None:
-        a, s, p = inputs["predicted"], inputs["sure"], inputs["possible"]
-        if kind == "sure_only":
-            return 1 - 2 * len(a & s) / (len(a) + len(s))
-        if kind == "possible_denominator":
-            return 1 - (len(a & s) + len(a & p)) / (len(a) + len(p)) if a or p else None
-        if kind == "score":
-            return (len(a & s) + len(a & p)) / (len(a) + len(s))
-        if kind == "possible_only":
-            return 1 - 2 * len(a & p) / (len(a) + len(s))
-        if kind == "precision":
-            return 1 - len(a & p) / len(a) if a else None
-        if not (a or s):
-            return None
-        if kind == "sure_once":
-            return 1 - len(a & s) / (len(a) + len(s))
-        if kind == "floor":
-            return 1 - (len(a & s) + len(a & p)) // (len(a) + len(s))
-        if kind == "swapped":
-            a = {(t, src) for src, t in a}
-            return 1 - (len(a & s) + len(a & p)) / (len(a) + len(s))
-        return None
-
-    return variant
+# The mistakes of ch4.q2, each written as a learner writes it.
 
 
-def _aer_rounded(inputs: dict[str, Any]) -> float | None:
-    """The AER rounded to two decimals, where the inputs have links at all."""
-    a, s = inputs["predicted"], inputs["sure"]
-    if not (a or s):
-        return None
-    return round(1 - (len(a & s) + len(a & inputs["possible"])) / (len(a) + len(s)), 2)
+def aer_sure_only(predicted, sure, possible):
+    return 1 - 2 * len(predicted & sure) / (len(predicted) + len(sure))
+
+
+def aer_possible_denominator(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(possible))
+
+
+def aer_agreement(predicted, sure, possible):
+    return (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
+
+
+def aer_possible_twice(predicted, sure, possible):
+    return 1 - (len(predicted & possible) + len(predicted & possible)) / (len(predicted) + len(sure))
+
+
+def aer_precision(predicted, sure, possible):
+    return 1 - len(predicted & possible) / len(predicted)
+
+
+def aer_without_possible(predicted, sure, possible):
+    return 1 - len(predicted & sure) / (len(predicted) + len(sure))
+
+
+def aer_floor_division(predicted, sure, possible):
+    return 1 - (len(predicted & sure) + len(predicted & possible)) // (len(predicted) + len(sure))
+
+
+def aer_links_swapped(predicted, sure, possible):
+    swapped = {(t, s) for s, t in predicted}
+    return 1 - (len(swapped & sure) + len(swapped & possible)) / (len(swapped) + len(sure))
+
+
+def aer_rounded(predicted, sure, possible):
+    return round(1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure)), 2)
 
 
 ALIGNMENT_ERROR_RATE = Exercise(
@@ -330,43 +411,43 @@ def alignment_error_rate(predicted, sure, possible):
         Mistake(
             "You counted only the sure links as correct: a predicted link that is merely possible is not an "
             "error either. The numerator is |A ∩ S| + |A ∩ P|.",
-            _aer_variant("sure_only"),
+            wrong=aer_sure_only,
         ),
         Mistake(
             "The denominator is |A| + |S| (the sure links are the ones that must be found), not |A| + |P|.",
-            _aer_variant("possible_denominator"),
+            wrong=aer_possible_denominator,
         ),
         Mistake(
             "You returned the agreement, 1 - AER; AER is an error rate: 0 is a perfect alignment.",
-            _aer_variant("score"),
+            wrong=aer_agreement,
         ),
         Mistake(
             "Both counts in the numerator used P: it is |A ∩ S| + |A ∩ P|, so a sure link counts twice and a "
             "merely possible link once.",
-            _aer_variant("possible_only"),
+            wrong=aer_possible_twice,
         ),
         Mistake(
             "That is 1 - precision, which ignores the sure links that were missed; AER also divides by "
             "|A| + |S|.",
-            _aer_variant("precision"),
+            wrong=aer_precision,
         ),
         Mistake(
             "The numerator is |A ∩ S| + |A ∩ P|: you left out |A ∩ P|, the predicted links that are "
             "possible.",
-            _aer_variant("sure_once"),
+            wrong=aer_without_possible,
         ),
         Mistake(
             "Integer division: `//` rounds the fraction down to 0 (or 1); divide with `/` for a float.",
-            _aer_variant("floor"),
+            wrong=aer_floor_division,
         ),
         Mistake(
             "The links were read as (tgt_index, src_index): each link is (src_index, tgt_index), in the same "
             "order in all three sets; compare them as they come.",
-            _aer_variant("swapped"),
+            wrong=aer_links_swapped,
         ),
         Mistake(
             "The AER was rounded: return the exact fraction (round only when you print it).",
-            _aer_rounded,
+            wrong=aer_rounded,
         ),
     ],
     error_hints=[
@@ -375,5 +456,8 @@ def alignment_error_rate(predicted, sure, possible):
             "The links come as Python sets: use `predicted & sure` for the intersection.",
         ),
     ],
-    package=["attn_course.measure.metrics.alignment_error_rate", "attn_course.measure.metrics.corpus_alignment_error_rate"],
+    package=[
+        "attn_course.measure.metrics.alignment_error_rate",
+        "attn_course.measure.metrics.corpus_alignment_error_rate",
+    ],
 )

@@ -2,8 +2,10 @@
 feeding (ch5.q2), local-p weights (ch5.q3), a window and a Gaussian around the predicted position p_t, and
 local-p attention from the decoder state (ch5.q4), which predicts p_t first (eq. 9).
 
-The step's cases are built from seeded GRU weights and the package's `LuongAttention`; its reference is the
-step written out here, next to the known-wrong variants that name the learner's likely mistake.
+The step's cases are built from seeded GRU weights and the package's `LuongAttention`. The references of the
+step and of local-p are the package's `LuongDecoder` (its `step`, `centres` and `align`) fed the case's
+tensors. Each known mistake is written once, as the wrong code a learner writes
+(`location_uncut`, `luong_no_tanh`, `local_p_padded_width`, ...), and named when the learner's output is its.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from attn_course.attention.layers import Memory
 from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
 from attn_course.checks.inputs import (
-    finite_masked_softmax,
     gru_cell,
     gru_params,
+    keep_mask,
     lens_text,
     package_attention,
     seeded_randn,
@@ -30,6 +33,7 @@ from attn_course.checks.inputs import (
     spec_size,
     with_gradients,
 )
+from attn_course.models.decoders import DecoderState, LuongDecoder
 
 
 def _location_case(spec: dict[str, Any]) -> Case:
@@ -52,31 +56,47 @@ def _location_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, "the weights")
 
 
+def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None) -> torch.Tensor:
+    """The package's masked softmax, which the learner's cell imports (ch5.q1's answers may call it)."""
+    return resolve("attn_course.attention.masking.masked_softmax")(scores, valid_lens)
+
+
 def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
     scores = resolve("attn_course.attention.scoring.location_scores")(
         inputs["queries"], inputs["W_a"], inputs["num_keys"]
     )
-    return resolve("attn_course.attention.masking.masked_softmax")(scores, inputs["valid_lens"])
+    return masked_softmax(scores, inputs["valid_lens"])
 
 
-def _location_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> torch.Tensor:
-        scores = inputs["queries"] @ inputs["W_a"].T  # (batch, num_queries, max_len)
-        k, lens = inputs["num_keys"], inputs["valid_lens"]
-        if kind == "uncut":
-            return finite_masked_softmax(scores, lens)
-        if kind == "cut_after":
-            return F.softmax(scores, -1)[..., :k]
-        scores = scores[..., :k]
-        if kind == "unmasked":
-            return F.softmax(scores, -1)
-        if kind == "last_rows":
-            return finite_masked_softmax(inputs["queries"] @ inputs["W_a"][-k:].T, lens)
-        if kind == "first_query":
-            return None if scores.shape[1] == 1 else finite_masked_softmax(scores[:, :1], lens)
-        return finite_masked_softmax(scores, lens, dim=1)  # wrong axis
+# The mistakes of ch5.q1, each written as a learner writes it.
 
-    return variant
+
+def location_uncut(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a.T, valid_lens)
+
+
+def location_cut_after(queries, W_a, num_keys, valid_lens=None):
+    return F.softmax(queries @ W_a.T, dim=-1)[..., :num_keys]
+
+
+def location_unmasked(queries, W_a, num_keys, valid_lens=None):
+    return F.softmax(queries @ W_a[:num_keys].T, dim=-1)
+
+
+def location_wrong_axis(queries, W_a, num_keys, valid_lens=None):
+    scores = queries @ W_a[:num_keys].T
+    if valid_lens is None:
+        return F.softmax(scores, dim=1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, -1e4), dim=1) * keep
+
+
+def location_last_rows(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries @ W_a[-num_keys:].T, valid_lens)
+
+
+def location_first_query(queries, W_a, num_keys, valid_lens=None):
+    return masked_softmax(queries[:, :1] @ W_a[:num_keys].T, valid_lens)
 
 
 LOCATION_WEIGHTS = Exercise(
@@ -137,32 +157,32 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
         Mistake(
             "The weights cover all max_len positions W_a can score; a batch has only num_keys of them: keep "
             "the first num_keys rows of W_a (`W_a[:num_keys]`).",
-            _location_variant("uncut"),
+            wrong=location_uncut,
         ),
         Mistake(
             "You normalised over all max_len positions and cut afterwards, so each row's weights do not sum "
             "to 1 and padding is not masked. Cut W_a to num_keys rows first, then `masked_softmax`.",
-            _location_variant("cut_after"),
+            wrong=location_cut_after,
         ),
         Mistake(
             "The mask is not applied: positions beyond valid_lens get weight. Use `masked_softmax(scores, "
             "valid_lens)`.",
-            _location_variant("unmasked"),
+            wrong=location_unmasked,
         ),
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the source positions must sum "
             "to 1 (the last axis).",
-            _location_variant("wrong_axis"),
+            wrong=location_wrong_axis,
         ),
         Mistake(
             "You kept the last num_keys rows of W_a; row s scores source position s, so keep the first "
             "num_keys rows, `W_a[:num_keys]`.",
-            _location_variant("last_rows"),
+            wrong=location_last_rows,
         ),
         Mistake(
             "Only the first query was scored: queries is (batch_size, num_queries, query_size), and every "
             "query gets its own row of weights.",
-            _location_variant("first_query"),
+            wrong=location_first_query,
         ),
     ],
     error_hints=[
@@ -213,26 +233,92 @@ def _luong_call(fn: Callable, inputs: dict[str, Any]) -> Any:
     return fn(inputs["y_emb"], inputs["h_prev"], inputs["feed"], memory, attention, rnn, inputs["W_c"])
 
 
-def _luong_step(
-    inputs: dict[str, Any],
+class _CaseEmbedding(nn.Module):
+    """In a decoder, in place of its embedding: every token's embedding is the case's `y_emb` (batch_size,
+    embed_size), which the gradient reaches."""
+
+    def __init__(self, y_emb: torch.Tensor):
+        super().__init__()
+        self.held = y_emb
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.held
+
+
+def _luong_step(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of the package's LuongDecoder ("general" score, input feeding) fed the case: its y_emb,
+    h_{t-1}, h̃_{t-1}, GRU weights, W_a and W_c. Returns h_t, h̃_t and a_t."""
+    (h, enc), e = inputs["W_a"].shape, inputs["y_emb"].shape[-1]
+    decoder = LuongDecoder(1, e, h, enc_size=enc, score="general", input_feeding=True)
+    decoder = decoder.to(inputs["W_a"].dtype).eval()
+    decoder.attention.load_state_dict({"W_a.weight": inputs["W_a"]})
+    decoder.rnn.load_state_dict({f"{name}_l0": value for name, value in inputs["rnn"].items()})
+    decoder.embedding, decoder.W_c = _CaseEmbedding(inputs["y_emb"]), _CaseWeight(inputs["W_c"])
+    lens = inputs["valid_lens"]
+    memory = decoder.attention.prepare(inputs["enc_outputs"], inputs["enc_outputs"], lens)
+    state = DecoderState(
+        hidden=inputs["h_prev"][None], memory=memory, feed=inputs["feed"], step=0, src_valid_lens=lens
+    )
+    _, state, weights = decoder.step(torch.zeros_like(lens), state)
+    return state.hidden[-1], state.feed, weights
+
+
+# The mistakes of ch5.q2, each written as a learner writes it: Luong's step with one thing changed.
+
+
+def luong(
+    y_emb,
+    h_prev,
+    feed,
+    memory,
+    attention,
+    rnn,
+    W_c,
     *,
-    query: str = "current",
-    feed: str = "feed",
-    order: str = "ch",
-    tanh: bool = True,
-    input_order: str = "yf",
-    combine: str = "current",
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step of Luong's decoder with input feeding, and its known-wrong variants."""
-    attention, rnn, memory = _luong_parts(inputs)
-    y, h_prev = inputs["y_emb"], inputs["h_prev"]
-    fed = inputs["feed"] if feed == "feed" else h_prev
-    h_t = rnn(torch.cat([y, fed] if input_order == "yf" else [fed, y], -1), h_prev)
-    context, weights = attention.attend((h_t if query == "current" else h_prev)[:, None], memory)
-    h = h_t if combine == "current" else h_prev
-    pair = [context[:, 0], h] if order == "ch" else [h, context[:, 0]]
-    attentional = torch.cat(pair, -1) @ inputs["W_c"].T
+    hc=False,
+    previous=False,
+    feed_h=False,
+    feed_first=False,
+    tanh=True,
+):
+    fed = h_prev if feed_h else feed
+    h_t = rnn(torch.cat([fed, y_emb] if feed_first else [y_emb, fed], -1), h_prev)
+    query = h_prev if previous else h_t
+    context, weights = attention.attend(query[:, None], memory)
+    pair = [h_t, context[:, 0]] if hc else [context[:, 0], h_t]
+    attentional = torch.cat(pair, -1) @ W_c.T
     return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
+
+
+def luong_h_before_c(*args):
+    return luong(*args, hc=True)
+
+
+def luong_queries_with_h_prev(*args):
+    return luong(*args, previous=True)
+
+
+def luong_feeds_h_prev(*args):
+    return luong(*args, feed_h=True)
+
+
+def luong_feed_first(*args):
+    return luong(*args, feed_first=True)
+
+
+def luong_no_tanh(*args):
+    return luong(*args, tanh=False)
+
+
+def luong_swapped_states(*args):
+    h_t, attentional, weights = luong(*args)
+    return attentional, h_t, weights
+
+
+def luong_attentional_from_h_prev(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    h_t = rnn(torch.cat([y_emb, feed], -1), h_prev)
+    context, weights = attention.attend(h_t[:, None], memory)
+    return h_t, torch.tanh(torch.cat([context[:, 0], h_prev], -1) @ W_c.T), weights[:, 0]
 
 
 LUONG_STEP = Exercise(
@@ -290,32 +376,32 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
         Mistake(
             "h̃_t = tanh(W_c [c_t; h_t]): the context comes first. You built [h_t; c_t], so the halves of "
             "W_c meet the wrong vectors.",
-            lambda i: _luong_step(i, order="hc"),
+            wrong=luong_h_before_c,
         ),
         Mistake(
             "The attention used h_{t-1} where Luong's decoder needs the current state h_t (that is "
             "Bahdanau's order): run the GRU first, then attend with its output.",
-            lambda i: _luong_step(i, query="previous"),
+            wrong=luong_queries_with_h_prev,
         ),
         Mistake(
             "Input feeding feeds the previous *attentional* state h̃_{t-1} (`feed`), not the previous "
             "hidden state h_{t-1}.",
-            lambda i: _luong_step(i, feed="h_prev"),
+            wrong=luong_feeds_h_prev,
         ),
         Mistake(
             "The GRU's input is [e(y_{t-1}); h̃_{t-1}] -- the embedding first.",
-            lambda i: _luong_step(i, input_order="fy"),
+            wrong=luong_feed_first,
         ),
-        Mistake("tanh is missing: h̃_t = tanh(W_c [c_t; h_t]).", lambda i: _luong_step(i, tanh=False)),
+        Mistake("tanh is missing: h̃_t = tanh(W_c [c_t; h_t]).", wrong=luong_no_tanh),
         Mistake(
             "h_t and h̃_t are swapped: return `(h_t, h̃_t, a_t)`, the GRU's new state first, then the "
             "attentional state.",
-            lambda i: (lambda h, att, a: (att, h, a))(*_luong_step(i)),
+            wrong=luong_swapped_states,
         ),
         Mistake(
             "h̃_t was built from the previous state h_{t-1}; it combines the context with the new state: "
             "tanh(W_c [c_t; h_t]).",
-            lambda i: _luong_step(i, combine="previous"),
+            wrong=luong_attentional_from_h_prev,
         ),
     ],
     error_hints=[
@@ -360,52 +446,143 @@ def _local_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, "the weights")
 
 
-def _local_weights(
-    inputs: dict[str, Any],
+class _CaseScores(nn.Module):
+    """In a LuongDecoder, in place of its attention layer: the scores are a case's own (no dropout)."""
+
+    def __init__(self, scores: torch.Tensor):
+        super().__init__()
+        self.given, self.dropout = scores, nn.Identity()
+
+    def scores(self, queries: torch.Tensor, memory: Memory) -> torch.Tensor:
+        return self.given
+
+
+class _CaseWeight(nn.Module):
+    """In a LuongDecoder, in place of a bias-free nn.Linear: its weight is a case's tensor, which the
+    gradient reaches (W_p, v_p)."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.held = weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.held)
+
+
+class _CaseDecoder(LuongDecoder):
+    """The package's local-p LuongDecoder fed a case: its scores, its window, its W_p and v_p (ch5.q4) or
+    its centres p_t (ch5.q3). `align`, Luong et al.'s eqs. 9-10, is the package's own: the checks' reference
+    for local-p is the decoder's local-p."""
+
+    def __init__(self, inputs: dict[str, Any]):
+        queries = inputs.get("queries")
+        num_hiddens = 1 if queries is None else queries.shape[-1]
+        super().__init__(1, 1, num_hiddens, enc_size=1, alignment="local-p", window=inputs["window"])
+        self.eval()
+        self.attention = _CaseScores(inputs["scores"])
+        if queries is not None:
+            self.W_p, self.v_p = _CaseWeight(inputs["W_p"]), _CaseWeight(inputs["v_p"])
+        self.given_centres = None if queries is not None else inputs["centres"]
+
+    def centres(self, queries: torch.Tensor, first_step: int, src_valid_lens: torch.Tensor) -> torch.Tensor:
+        if self.given_centres is not None:
+            return self.given_centres
+        return super().centres(queries, first_step, src_valid_lens)
+
+
+def _local_p(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The package's local-p on a case: the centres p_t (batch_size, num_queries) and the weights
+    (batch_size, num_queries, num_keys)."""
+    scores, lens = inputs["scores"], inputs["valid_lens"]
+    queries = inputs.get("queries", scores)  # ch5.q3 gives no queries: align then reads only the scores
+    values = scores.new_zeros(*scores.shape[::2], 1)  # align's context is not judged here
+    memory = Memory(keys=values, values=values, valid_lens=lens, projected_keys=None)
+    decoder = _CaseDecoder(inputs)
+    return decoder.centres(queries, 0, lens), decoder.align(queries, memory, 0)[1]
+
+
+# The mistakes of ch5.q3, each written as a learner writes it: the local-p weights with one thing changed.
+
+
+def local(
+    scores,
+    centres,
+    window,
+    valid_lens,
     *,
-    sigma: str = "half",
-    cut: str = "both",
-    gaussian: bool = True,
-    renormalise: bool = False,
-    two: bool = True,
-    rounded: bool = False,
-    edges: bool = True,
-    stable: bool = True,
-    window_after: bool = False,
-) -> torch.Tensor:
-    """Local-p weights as LuongDecoder.align computes them, and known-wrong variants."""
-    scores, centres, window, lens = (
-        inputs["scores"],
-        inputs["centres"],
-        inputs["window"],
-        inputs["valid_lens"],
-    )
-    if rounded:
-        centres = centres.round()
+    sigma=None,
+    two=2,
+    use_window=True,
+    cut_padding=True,
+    gaussian=True,
+    renormalise=False,
+    rounded=False,
+):
+    centres = centres.round() if rounded else centres
     positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None] - centres[..., None]  # s - p_t: (batch, queries, keys)
-    padding = positions[None, None] >= lens[:, None, None]
-    beyond = distance.abs() > window if edges else distance.abs() >= window
-    outside = {
-        "both": beyond | padding,
-        "padding": padding.expand_as(distance),
-        "window": beyond,
-    }[cut]
-    if window_after:  # the softmax over every real position, the window applied to its output
-        weights = F.softmax(scores.masked_fill(padding, torch.finfo(scores.dtype).min), -1)
-        weights = weights.masked_fill(outside, 0.0)
-    elif stable:
-        weights = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1)
-        weights = weights.masked_fill(outside, 0.0)
-    else:  # exp(score) * mask: inf where a score is large, NaN after the division
-        exp = torch.exp(scores) * ~outside
-        weights = exp / exp.sum(-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = torch.zeros_like(distance, dtype=torch.bool)
+    if use_window:
+        outside |= distance.abs() > window
+    if cut_padding:
+        outside |= positions >= valid_lens[:, None, None]
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
     if gaussian:
-        s = window / 2 if sigma == "half" else window
-        weights = weights * torch.exp(-distance.square() / ((2 if two else 1) * s**2))
-    if renormalise:
-        weights = weights / weights.sum(-1, keepdim=True)
-    return weights
+        sigma = window / 2 if sigma is None else sigma
+        weights = weights * torch.exp(-(distance**2) / (two * sigma**2))
+    return weights / weights.sum(-1, keepdim=True) if renormalise else weights
+
+
+def local_sigma_d(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, sigma=window)
+
+
+def local_no_two(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, two=1)
+
+
+def local_no_window(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, use_window=False)
+
+
+def local_window_past_end(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, cut_padding=False)
+
+
+def local_no_gaussian(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, gaussian=False)
+
+
+def local_renormalised(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, renormalise=True)
+
+
+def local_rounded(scores, centres, window, valid_lens):
+    return local(scores, centres, window, valid_lens, rounded=True)
+
+
+def local_window_after_softmax(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    weights = masked_softmax(scores, valid_lens) * (distance.abs() <= window)
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
+
+
+def local_edges_left_out(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    outside = (distance.abs() >= window) | (positions >= valid_lens[:, None, None])
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
+
+
+def local_unstabilised(scores, centres, window, valid_lens):
+    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
+    distance = positions[None, None, :] - centres[:, :, None]
+    inside = (distance.abs() <= window) & (positions < valid_lens[:, None, None])
+    e = torch.exp(scores) * inside
+    weights = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
+    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
 
 
 LOCAL_P_WEIGHTS = Exercise(
@@ -469,55 +646,55 @@ def local_p_weights(scores, centres, window, valid_lens):
     ],
     build=_local_case,
     call=lambda answer, i: answer(i["scores"], i["centres"], i["window"], i["valid_lens"]),
-    reference=_local_weights,
+    reference=lambda i: _local_p(i)[1],
     mistakes=[
         Mistake(
             "sigma is D / 2 (Luong et al. set it empirically); you used sigma = D, a Gaussian twice as wide.",
-            lambda i: _local_weights(i, sigma="full"),
+            wrong=local_sigma_d,
         ),
         Mistake(
             "The Gaussian's exponent is -(s - p_t)^2 / (2 sigma^2): the factor 2 is missing.",
-            lambda i: _local_weights(i, two=False),
+            wrong=local_no_two,
         ),
         Mistake(
             "There is no window: positions further than D from p_t must get weight 0 (mask them before the "
             "softmax), the Gaussian only favours the centre within it.",
-            lambda i: _local_weights(i, cut="padding"),
+            wrong=local_no_window,
         ),
         Mistake(
             "The window reaches past the end of the sentence: positions at or beyond valid_len are padding "
             "and must be masked too.",
-            lambda i: _local_weights(i, cut="window"),
+            wrong=local_window_past_end,
         ),
         Mistake(
             "The Gaussian is missing: that is local-m's window alone; local-p multiplies the windowed "
             "softmax by exp(-(s - p_t)^2 / (2 sigma^2)).",
-            lambda i: _local_weights(i, gaussian=False),
+            wrong=local_no_gaussian,
         ),
         Mistake(
             "You renormalised after the Gaussian; Luong et al. do not, so the weights sum to at most 1.",
-            lambda i: _local_weights(i, renormalise=True),
+            wrong=local_renormalised,
         ),
         Mistake(
             "The softmax ran over every position of the sentence, and the window was applied after it: "
             "align is the softmax of the scores inside the window only, so mask the positions outside "
             "[p_t - D, p_t + D] *before* the softmax.",
-            lambda i: _local_weights(i, window_after=True),
+            wrong=local_window_after_softmax,
         ),
         Mistake(
             "The window's edges are left out: the window is [p_t - D, p_t + D], edges included, so a "
             "position exactly D from p_t is inside (`<= D`, not `< D`).",
-            lambda i: _local_weights(i, edges=False),
+            wrong=local_edges_left_out,
         ),
         Mistake(
             "Large scores overflow: `torch.exp` of a score above about 88 (float32) is inf, and inf / inf is "
             "NaN. Subtract the max before `exp`, or use `F.softmax` on the filled scores.",
-            lambda i: _local_weights(i, stable=False),
+            wrong=local_unstabilised,
         ),
         Mistake(
             "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use "
             "it as it is.",
-            lambda i: _local_weights(i, rounded=True),
+            wrong=local_rounded,
         ),
     ],
     error_hints=[
@@ -558,46 +735,100 @@ def _predict_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, ("the centres p_t", "the weights"))
 
 
-def _predicted(
-    inputs: dict[str, Any],
+# The mistakes of ch5.q4, each written as a learner writes it: local-p attention with one thing changed.
+
+
+def local_p(
+    queries,
+    scores,
+    W_p,
+    v_p,
+    window,
+    valid_lens,
     *,
-    length: str = "valid",
-    tanh: bool = True,
-    transposed: bool = False,
-    gaussian: str = "after",
-    edges: bool = True,
-    detached: bool = False,
-    **weights: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Local-p's centres (eq. 9) and weights (eq. 10) as LuongDecoder computes them, and wrong variants."""
-    queries, W_p, v_p, lens = inputs["queries"], inputs["W_p"], inputs["v_p"], inputs["valid_lens"]
-    hidden = queries @ (W_p if transposed else W_p.T)
-    S = {
-        "valid": lens.to(queries.dtype)[:, None],
-        "padded": torch.full_like(lens, inputs["scores"].shape[-1]).to(queries.dtype)[:, None],
-        "minus_one": (lens - 1).to(queries.dtype)[:, None],
-    }[length]
-    centres = S * torch.sigmoid(((torch.tanh(hidden) if tanh else hidden) @ v_p.T).squeeze(-1))
-    centres = centres.detach() if detached else centres
-    local = dict(inputs, centres=centres)
-    if gaussian == "after" and edges:
-        return centres, _local_weights(local, **weights)
-    scores, window = inputs["scores"], inputs["window"]
+    S="valid",
+    tanh=True,
+    linear=True,
+    sigma=None,
+    before=None,
+    edges=True,
+    use_window=True,
+    cut_padding=True,
+    detach=False,
+    rounded=False,
+):
+    lengths = {
+        "valid": valid_lens,
+        "padded": torch.full_like(valid_lens, scores.shape[-1]),
+        "minus_one": valid_lens - 1,
+    }
+    hidden = F.linear(queries, W_p) if linear else queries @ W_p
+    score = F.linear(torch.tanh(hidden) if tanh else hidden, v_p)[..., 0]
+    centres = lengths[S][:, None] * torch.sigmoid(score)
+    centres = centres.detach() if detach else centres
     positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None] - centres[..., None]
-    outside = (distance.abs() >= window if not edges else distance.abs() > window) | (
-        positions[None, None] >= lens[:, None, None]
-    )
-    log_gaussian = -distance.square() / (2 * (window / 2) ** 2)
-    if gaussian == "after":  # the window without its edges
-        align = F.softmax(scores.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
-            outside, 0
-        )
-        return centres, align * log_gaussian.exp()
-    before = scores + log_gaussian if gaussian == "added" else scores * log_gaussian.exp()
-    return centres, F.softmax(before.masked_fill(outside, torch.finfo(scores.dtype).min), -1).masked_fill(
-        outside, 0
-    )
+    distance = positions[None, None, :] - (centres.round() if rounded else centres)[:, :, None]
+    outside = torch.zeros_like(distance, dtype=torch.bool)
+    if use_window:
+        outside |= distance.abs() > window if edges else distance.abs() >= window
+    if cut_padding:
+        outside |= positions >= valid_lens[:, None, None]
+    sigma = window / 2 if sigma is None else sigma
+    gaussian = torch.exp(-(distance**2) / (2 * sigma**2))
+    if before == "log":
+        scores = scores - distance**2 / (2 * sigma**2)
+    elif before == "times":
+        scores = scores * gaussian
+    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
+    return centres, weights * gaussian if before is None else weights
+
+
+def local_p_padded_width(*args):
+    return local_p(*args, S="padded")
+
+
+def local_p_length_minus_one(*args):
+    return local_p(*args, S="minus_one")
+
+
+def local_p_no_tanh(*args):
+    return local_p(*args, tanh=False)
+
+
+def local_p_untransposed_W_p(*args):
+    return local_p(*args, linear=False)
+
+
+def local_p_sigma_d(queries, scores, W_p, v_p, window, valid_lens):
+    return local_p(queries, scores, W_p, v_p, window, valid_lens, sigma=window)
+
+
+def local_p_no_window(*args):
+    return local_p(*args, use_window=False)
+
+
+def local_p_window_past_end(*args):
+    return local_p(*args, cut_padding=False)
+
+
+def local_p_gaussian_added_to_scores(*args):
+    return local_p(*args, before="log")
+
+
+def local_p_gaussian_times_scores(*args):
+    return local_p(*args, before="times")
+
+
+def local_p_open_window(*args):
+    return local_p(*args, edges=False)
+
+
+def local_p_centre_detached(*args):
+    return local_p(*args, detach=True)
+
+
+def local_p_centre_rounded(*args):
+    return local_p(*args, rounded=True)
 
 
 _GAUSSIAN_BEFORE = (
@@ -672,58 +903,58 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
     call=lambda answer, i: answer(
         i["queries"], i["scores"], i["W_p"], i["v_p"], i["window"], i["valid_lens"]
     ),
-    reference=_predicted,
+    reference=_local_p,
     mistakes=[
         Mistake(
             "S in p_t = S * sigmoid(...) is each sentence's own valid length S_i, not the batch's padded "
             "width num_keys: otherwise a short sentence's window is centred on padding.",
-            lambda i: _predicted(i, length="padded"),
+            wrong=local_p_padded_width,
         ),
         Mistake(
             "You used S_i - 1; the course takes p_t = S_i * sigmoid(...) as Luong et al. write it (p_t in "
             "[0, S_i)).",
-            lambda i: _predicted(i, length="minus_one"),
+            wrong=local_p_length_minus_one,
         ),
         Mistake(
             "tanh is missing: p_t = S_i * sigmoid(v_pᵀ tanh(W_p h_t)).",
-            lambda i: _predicted(i, tanh=False),
+            wrong=local_p_no_tanh,
         ),
         Mistake(
             "W_p is the weight of nn.Linear(num_hiddens, num_hiddens): W_p h_t is `queries @ W_p.T`, "
             "not `queries @ W_p`.",
-            lambda i: _predicted(i, transposed=True),
+            wrong=local_p_untransposed_W_p,
         ),
         Mistake(
             "sigma is D / 2 (Luong et al. set it empirically); you used sigma = D, a Gaussian twice as wide.",
-            lambda i: _predicted(i, sigma="full"),
+            wrong=local_p_sigma_d,
         ),
         Mistake(
             "There is no window: positions further than D from p_t must get weight 0 (mask them before the "
             "softmax), the Gaussian only favours the centre within it.",
-            lambda i: _predicted(i, cut="padding"),
+            wrong=local_p_no_window,
         ),
         Mistake(
             "The window is not clipped to the sentence: positions at or beyond valid_len are padding and "
             "must be masked too, even when p_t + D reaches past them.",
-            lambda i: _predicted(i, cut="window"),
+            wrong=local_p_window_past_end,
         ),
-        Mistake(_GAUSSIAN_BEFORE, lambda i: _predicted(i, gaussian="added")),
-        Mistake(_GAUSSIAN_BEFORE, lambda i: _predicted(i, gaussian="multiplied")),
+        Mistake(_GAUSSIAN_BEFORE, wrong=local_p_gaussian_added_to_scores),
+        Mistake(_GAUSSIAN_BEFORE, wrong=local_p_gaussian_times_scores),
         Mistake(
             "The window's edges are left out: the window is [p_t - D, p_t + D], so a position exactly D from "
             "p_t is inside (mask |s - p_t| > D, not >= D).",
-            lambda i: _predicted(i, edges=False),
+            wrong=local_p_open_window,
         ),
         Mistake(
             "No gradient reaches W_p and v_p: the centre p_t was detached (`.detach()`, `torch.no_grad()`, "
             "`.item()`), so the position predictor never learns where to look. Keep p_t in the graph: the "
             "Gaussian's exp(-(s - p_t)^2 / (2 sigma^2)) is what carries the gradient back to W_p and v_p.",
-            lambda i: _predicted(i, detached=True),
+            wrong=local_p_centre_detached,
         ),
         Mistake(
             "p_t was rounded to an integer: it is real-valued, and both the window and the Gaussian use it "
             "as it is.",
-            lambda i: _predicted(i, rounded=True),
+            wrong=local_p_centre_rounded,
         ),
     ],
     error_hints=[

@@ -6,6 +6,11 @@ function of the source, the previous token (for beam search also the one before,
 its own history) and the step, so that the expected output (and each sentence's <eos>) is known exactly.
 The greedy check also counts the rows fed to the decoder at each step: finished sentences must leave the
 batch. The beam step is checked against the best continuations over all beams.
+
+The references of greedy and beam search are the package's own (`attn_course.models.decoding`). Each known
+mistake is written once, as the wrong code a learner writes (`greedy_feeds_bos`, `beam_swapped`, ...); those
+of beam search are the model answer with the learner's lines edited in (`_beam_search_with`), so that the
+checks hold one beam search besides the package's: the model answer.
 """
 
 from __future__ import annotations
@@ -154,63 +159,99 @@ def _greedy_reference(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int
     return [h.tokens for h in hypotheses], list(model.decoder.rows_fed)
 
 
-def _rollout(inputs: dict[str, Any], steps: int, feed_bos: bool = False) -> list[list[int]]:
-    """Greedy choices for `steps` steps, never stopping (and feeding <bos> each step if feed_bos)."""
-    model = _scripted_model(inputs)
-    with torch.no_grad():
-        state = model.decoder.init_state(model.encode(inputs["src"], inputs["src_valid_lens"]))
-        y = torch.full((inputs["src"].shape[0],), inputs["bos"])
-        tokens = []
-        for _ in range(steps):
-            logits, state, _ = model.decoder.step(y, state)
-            choice = logits.argmax(-1)
-            tokens.append(choice)
-            y = torch.full_like(choice, inputs["bos"]) if feed_bos else choice
-    return torch.stack(tokens, 1).tolist() if tokens else [[] for _ in range(inputs["src"].shape[0])]
+# The mistakes of ch6.q1, each written as a learner writes it: greedy search with one thing changed.
 
 
-def _cut(row: list[int], eos: int, keep_eos: bool = False) -> list[int]:
-    return row[: row.index(eos) + keep_eos] if eos in row else row
+def greedy(
+    model,
+    src,
+    src_valid_lens,
+    *,
+    bos,
+    eos,
+    max_len,
+    keep_eos=False,
+    stop=True,
+    stop_all_at_first=False,
+    feed_bos=False,
+    steps_offset=0,
+    skip_finished=True,
+    drop_rows=True,
+    truncate=False,
+):
+    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    y = torch.full((src.shape[0],), bos)
+    tokens = [[] for _ in range(src.shape[0])]
+    done = [False] * src.shape[0]
+    active = list(range(src.shape[0]))
+    drop_rows = drop_rows and stop and skip_finished and not stop_all_at_first and not truncate
+    for _ in range(max_len + steps_offset):
+        logits, state, _ = model.decoder.step(y, state)
+        choice = logits.argmax(-1)
+        y = torch.full_like(choice, bos) if feed_bos else choice
+        for i, token in zip(active, choice.tolist(), strict=True):
+            if done[i] and stop and skip_finished:
+                continue
+            if token == eos:
+                done[i] = True
+                if keep_eos or not stop:
+                    tokens[i].append(token)
+            else:
+                tokens[i].append(token)
+        if truncate:
+            continue
+        if stop and (all(done) or (stop_all_at_first and any(done))):
+            break
+        if drop_rows:
+            keep = [j for j, i in enumerate(active) if not done[i]]
+            index = torch.tensor(keep, dtype=torch.long)
+            active, y, state = [active[j] for j in keep], y[index], state.index_select(index)
+    return tokens
 
 
-def _rows_dropping(rows: list[list[int]], eos: int, max_len: int) -> list[int]:
-    """The rows fed at each step when every sentence leaves the batch at its <eos> (or max_len)."""
-    ends = [min(r.index(eos) + 1 if eos in r else max_len, max_len) for r in rows]
-    return [sum(end > t for end in ends) for t in range(max(ends, default=0))]
+def _where_distinct(tokens: list[list[int]], max_len: int) -> list[list[int]]:
+    """The tokens of greedy_truncates or greedy_keeps_finished_rows, on a batch where no sentence needs all
+    max_len steps; else ValueError: there the two do the same work, and a case where they differ names the
+    mistake."""
+    if any(len(row) >= max_len - 1 for row in tokens):  # a sentence ends at step max_len, or never
+        raise ValueError("a sentence runs to max_len: the two mistakes do the same work on this batch")
+    return tokens
 
 
-def _greedy_variant(kind: str):
-    """A known-wrong greedy search: its token lists and the rows it feeds the decoder at each step."""
+def greedy_truncates(*args, **kwargs):
+    return _where_distinct(greedy(*args, **kwargs, truncate=True), kwargs["max_len"])
 
-    def variant(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int]]:
-        eos, max_len, b = inputs["eos"], inputs["max_len"], inputs["src"].shape[0]
-        rows = _rollout(inputs, max_len)
-        ends = [r.index(eos) + 1 if eos in r else max_len for r in rows]
-        right = [_cut(r, eos) for r in rows]
-        if kind in ("truncates", "keeps_rows") and max(ends) == max_len:
-            return None  # the two are the same work here: let a case where they differ name the mistake
-        if kind == "truncates":  # d2l's predict_step: every row to max_len, cut afterwards
-            return right, [b] * max_len
-        if kind == "keeps_rows":  # stops when all are done, but finished rows stay in the batch
-            return right, [b] * max(ends)
-        if kind == "eos_kept":
-            return [_cut(r, eos, keep_eos=True) for r in rows], _rows_dropping(rows, eos, max_len)
-        if kind == "no_stop":
-            return rows, [b] * max_len
-        if kind == "feed_bos":
-            fed = _rollout(inputs, max_len, feed_bos=True)
-            return [_cut(r, eos) for r in fed], _rows_dropping(fed, eos, max_len)
-        if kind in ("max_len_minus", "max_len_plus"):
-            n = max_len + (1 if kind == "max_len_plus" else -1)
-            longer = _rollout(inputs, n)
-            return [_cut(r, eos) for r in longer], _rows_dropping(longer, eos, n) if n else []
-        if kind == "first_stops_all":
-            stop = min(ends)
-            return [_cut(r[:stop], eos) for r in rows], [b] * stop
-        stop = max(ends)  # "all_stop": keeps going after a sentence's <eos>
-        return [[token for token in r[:stop] if token != eos] for r in rows], [b] * stop
 
-    return variant
+def greedy_keeps_finished_rows(*args, **kwargs):
+    return _where_distinct(greedy(*args, **kwargs, drop_rows=False), kwargs["max_len"])
+
+
+def greedy_keeps_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, keep_eos=True)
+
+
+def greedy_never_stops(*args, **kwargs):
+    return greedy(*args, **kwargs, stop=False)
+
+
+def greedy_stops_at_first_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, stop_all_at_first=True)
+
+
+def greedy_feeds_bos(*args, **kwargs):
+    return greedy(*args, **kwargs, feed_bos=True)
+
+
+def greedy_one_step_short(*args, **kwargs):
+    return greedy(*args, **kwargs, steps_offset=-1)
+
+
+def greedy_one_step_long(*args, **kwargs):
+    return greedy(*args, **kwargs, steps_offset=1)
+
+
+def greedy_keeps_tokens_after_eos(*args, **kwargs):
+    return greedy(*args, **kwargs, skip_finished=False)
 
 
 GREEDY_DECODE = Exercise(
@@ -278,47 +319,47 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
             "The tokens are right, but your search ran every sentence to max_len and cut the lists "
             "afterwards (d2l's way): stop calling the decoder once every sentence has produced <eos>, and "
             "drop each finished sentence's row from the batch.",
-            _greedy_variant("truncates"),
+            wrong=greedy_truncates,
         ),
         Mistake(
             "The tokens are right, but finished sentences stayed in the batch: the decoder kept computing "
             "their rows after their <eos>. Drop a sentence's row (from the tokens fed back and from the "
             "state, `state.index_select`) as soon as it finishes, so each step feeds only the unfinished "
             "sentences.",
-            _greedy_variant("keeps_rows"),
+            wrong=greedy_keeps_finished_rows,
         ),
         Mistake(
             "The lists end with <eos>: leave it out (the token lists are the words, without <bos> and "
             "<eos>).",
-            _greedy_variant("eos_kept"),
+            wrong=greedy_keeps_eos,
         ),
         Mistake(
             "The sentences never stop: each must end at its own <eos>, and take no tokens after it.",
-            _greedy_variant("no_stop"),
+            wrong=greedy_never_stops,
         ),
         Mistake(
             "Tokens after a sentence's <eos> were kept: once a sentence has produced <eos> it is finished, "
             "even while the others go on.",
-            _greedy_variant("all_stop"),
+            wrong=greedy_keeps_tokens_after_eos,
         ),
         Mistake(
             "The whole batch stopped when its first sentence produced <eos>; each sentence must go on until "
             "its own <eos> (or max_len).",
-            _greedy_variant("first_stops_all"),
+            wrong=greedy_stops_at_first_eos,
         ),
         Mistake(
             "You fed <bos> at every step; feed back the token the model just chose: y_t becomes the input "
             "of step t + 1.",
-            _greedy_variant("feed_bos"),
+            wrong=greedy_feeds_bos,
         ),
         Mistake(
             "Off by one: a sentence without <eos> gets max_len tokens (max_len counts <eos> too); yours got "
             "one fewer.",
-            _greedy_variant("max_len_minus"),
+            wrong=greedy_one_step_short,
         ),
         Mistake(
             "Off by one: a sentence without <eos> gets max_len tokens; yours got one more.",
-            _greedy_variant("max_len_plus"),
+            wrong=greedy_one_step_long,
         ),
     ],
     error_hints=[
@@ -355,29 +396,58 @@ def _beam_case(spec: dict[str, Any]) -> Case:
     )
 
 
-def _beam_step(
-    inputs: dict[str, Any],
-    *,
-    add: bool = True,
-    per_beam: bool = False,
-    swap: bool = False,
-    divide_by_beams: bool = False,
-    largest: bool = True,
-    multiply: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One beam-search step as attn_course.models.decoding's beam search takes it, and known-wrong variants."""
+def _beam_step(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One beam-search step as attn_course.models.decoding's beam search takes it (inside its loop): the
+    beam_size best continuations of each sentence over all its beams and tokens, best first."""
     scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
     b, _, v = log_probs.shape
-    candidates = scores[:, :, None] + log_probs if add else log_probs
-    if multiply:
-        candidates = scores[:, :, None] * log_probs
-    if per_beam:
-        best, tokens = candidates.max(-1)
-        return best, torch.arange(k).expand(b, k).clone(), tokens
-    top, index = candidates.reshape(b, -1).topk(k, dim=-1, largest=largest)
-    if swap:
-        return top, index % v, index // v
-    return top, index // (k if divide_by_beams else v), index % (k if divide_by_beams else v)
+    top, index = (scores[:, :, None] + log_probs).reshape(b, -1).topk(k, dim=-1)
+    return top, index // v, index % v
+
+
+# The mistakes of ch6.q2, each written as a learner writes it.
+
+
+def beam_without_prefix_scores(beam_scores, log_probs, beam_size):
+    top, index = log_probs.reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_best_token_per_beam(beam_scores, log_probs, beam_size):
+    best, tokens = (beam_scores[:, :, None] + log_probs).max(-1)
+    return best, torch.arange(beam_size).expand_as(tokens), tokens
+
+
+def beam_swapped(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index % log_probs.shape[-1], index // log_probs.shape[-1]
+
+
+def beam_divided_by_beam_size(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // beam_size, index % beam_size
+
+
+def beam_multiplied(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] * log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_smallest(beam_scores, log_probs, beam_size):
+    candidates = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1)
+    top, index = candidates.topk(beam_size, dim=-1, largest=False)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_worst_first(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    top, index = top.flip(-1), index.flip(-1)
+    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
+
+
+def beam_scores_last(beam_scores, log_probs, beam_size):
+    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
+    return index // log_probs.shape[-1], index % log_probs.shape[-1], top
 
 
 BEAM_STEP = Exercise(
@@ -417,42 +487,42 @@ def beam_step(beam_scores, log_probs, beam_size):
         Mistake(
             "The prefixes' scores are not added: a continuation's score is log P(prefix) + log p(token | "
             "prefix), `beam_scores[:, :, None] + log_probs`.",
-            lambda i: _beam_step(i, add=False),
+            wrong=beam_without_prefix_scores,
         ),
         Mistake(
             "You kept each beam's best token; beam search keeps the beam_size best of *all* beam_size * "
             "vocab_size continuations, so one good beam can fill several places.",
-            lambda i: _beam_step(i, per_beam=True),
+            wrong=beam_best_token_per_beam,
         ),
         Mistake(
             "Beam and token are swapped: candidate c of the flattened (beam, token) grid extends beam "
             "`c // vocab_size` with token `c % vocab_size`.",
-            lambda i: _beam_step(i, swap=True),
+            wrong=beam_swapped,
         ),
         Mistake(
             "Divide by vocab_size, not beam_size, to recover the beam: the flattened index is beam * "
             "vocab_size + token.",
-            lambda i: _beam_step(i, divide_by_beams=True),
+            wrong=beam_divided_by_beam_size,
         ),
         Mistake(
             "You multiplied the scores: they are log-probabilities, so the probabilities' product is their "
             "sum, `beam_scores[:, :, None] + log_probs`.",
-            lambda i: _beam_step(i, multiply=True),
+            wrong=beam_multiplied,
         ),
         Mistake(
             "You kept the smallest scores: the best continuations have the *largest* log-probabilities "
             "(`topk` with its default `largest=True`).",
-            lambda i: _beam_step(i, largest=False),
+            wrong=beam_smallest,
         ),
         Mistake(
             "The best continuations are there but in the wrong order: return them best first, highest "
             "score first (`topk` sorts them so).",
-            lambda i: tuple(r.flip(-1) for r in _beam_step(i)),
+            wrong=beam_worst_first,
         ),
         Mistake(
             "The three results are in the wrong order: return `(scores, beams, tokens)`, the new scores "
             "first.",
-            lambda i: (lambda top, beams, tokens: (beams, tokens, top))(*_beam_step(i)),
+            wrong=beam_scores_last,
         ),
     ],
     error_hints=[
@@ -518,96 +588,7 @@ def _beam_search_reference(inputs: dict[str, Any]) -> list[list[int]]:
     return [h.tokens for h in hypotheses]
 
 
-def _one_beam_search(inputs: dict[str, Any], i: int, kind: str) -> list[int]:
-    """Beam search for sentence i alone, as attn_course.models.decoding.beam_search does it, or with one bug
-    (`kind`): the known-wrong variants of ch6.q3. Each sentence's search is independent of the others'."""
-    model, eos, k, alpha = _scripted_model(inputs), inputs["eos"], inputs["beam_size"], inputs["alpha"]
-    with torch.no_grad():
-        enc = model.encode(inputs["src"][i : i + 1], inputs["src_valid_lens"][i : i + 1])
-        state = model.decoder.init_state(enc)
-        state = state.index_select(torch.zeros(k, dtype=torch.long))
-        scores = [0.0] * k if kind == "all_start" else [0.0] + [-math.inf] * (k - 1)
-        prefixes: list[list[int]] = [[] for _ in range(k)]
-        y = torch.full((k,), inputs["bos"], dtype=torch.long)
-        finished: list[tuple[float, float, list[int]]] = []  # (log P / lp, log P, tokens)
-        for t in range(inputs["max_len"]):
-            logits, new_state, _ = model.decoder.step(y, state)
-            log_probs = F.log_softmax(logits.float(), dim=-1).double()
-            lp = 1.0 if kind == "no_norm" else (t + 1) ** alpha
-            eos_lp = max(t, 1) ** alpha if kind == "eos_uncounted" else lp  # L without the <eos>
-            candidates = (torch.tensor(scores, dtype=torch.float64)[:, None] + log_probs).view(-1)
-            top, index = candidates.topk(2 * k)
-            picks = [(float(score), int(c) // log_probs.shape[1], int(c) % log_probs.shape[1])
-                     for score, c in zip(top.tolist(), index.tolist(), strict=True)]
-            if kind != "eos_continues":
-                finished += [(score / eos_lp, score, prefixes[beam]) for score, beam, token in picks[:k]
-                             if token == eos and math.isfinite(score)]
-            if kind in ("keeps_finished", "eos_continues"):
-                live = picks[:k]  # <eos> continuations stay in the beam and are extended
-            elif kind == "top_k_only":  # the <eos> continuations among the K best leave dead beams
-                live = [p if p[2] != eos else (-math.inf, p[1], p[2]) for p in picks[:k]]
-            else:
-                live = [p for p in picks if p[2] != eos][:k]
-            scores = [score for score, _, _ in live]
-            prefixes = [prefixes[beam] + [token] for _, beam, token in live]
-            rows = torch.tensor([beam for _, beam, _ in live])
-            state = new_state if kind == "no_reorder" else new_state.index_select(rows)
-            y = torch.tensor([token for _, _, token in live])
-            at_limit = t + 1 == inputs["max_len"]
-            first_stops = kind in ("first_stops", "first_stops_early") and finished
-            if at_limit or len(finished) >= k or first_stops:
-                if at_limit and not (kind == "first_stops_early" and first_stops):
-                    room = k if kind in ("eos_continues", "all_live") else max(0, k - len(finished))
-                    live_ones = [(sc, p) for sc, p in zip(scores, prefixes, strict=True) if math.isfinite(sc)]
-                    finished += [(sc / lp, sc, p) for sc, p in live_ones[:room]]
-                break
-    return max(finished, key=lambda c: c[0])[2]
-
-
-def _cut_beam_search(inputs: dict[str, Any], i: int) -> list[int]:
-    """The wrong search that treats <eos> as an ordinary token: K beams run to max_len, then each is cut at
-    its first <eos> and scored log P (of the whole beam) / L^alpha, L up to that <eos>."""
-    model, eos, k, alpha = _scripted_model(inputs), inputs["eos"], inputs["beam_size"], inputs["alpha"]
-    with torch.no_grad():
-        enc = model.encode(inputs["src"][i : i + 1], inputs["src_valid_lens"][i : i + 1])
-        state = model.decoder.init_state(enc).index_select(torch.zeros(k, dtype=torch.long))
-        scores = torch.tensor([0.0] + [-math.inf] * (k - 1), dtype=torch.float64)
-        prefixes: list[list[int]] = [[] for _ in range(k)]
-        y = torch.full((k,), inputs["bos"], dtype=torch.long)
-        for _ in range(inputs["max_len"]):
-            logits, state, _ = model.decoder.step(y, state)
-            log_probs = F.log_softmax(logits.float(), dim=-1).double()
-            scores, index = (scores[:, None] + log_probs).view(-1).topk(k)
-            beams, tokens = index // log_probs.shape[1], index % log_probs.shape[1]
-            prefixes = [prefixes[b] + [w] for b, w in zip(beams.tolist(), tokens.tolist(), strict=True)]
-            state, y = state.index_select(beams), tokens
-    best, best_score = [], -math.inf
-    for score, tokens in zip(scores.tolist(), prefixes, strict=True):
-        length = tokens.index(eos) + 1 if eos in tokens else len(tokens)
-        if score / length**alpha > best_score:
-            best, best_score = tokens[: length - (eos in tokens)], score / length**alpha
-    return best
-
-
-def _beam_search_variant(kind: str):
-    def variant(inputs: dict[str, Any]) -> list[list[int]]:
-        if kind == "cut_after":
-            return [_cut_beam_search(inputs, i) for i in range(inputs["src"].shape[0])]
-        return [_one_beam_search(inputs, i, kind) for i in range(inputs["src"].shape[0])]
-
-    return variant
-
-
-_FIRST_STOPS = (
-    "The sentence stopped when its first hypothesis finished: go on until it has beam_size finished "
-    "hypotheses (or reaches max_len), since a later one may score better."
-)
-
-BEAM_SEARCH = Exercise(
-    "ch6.q3",
-    "beam_search",
-    "Batched beam search with finished hypotheses and length normalisation",
-    solution='''
+_BEAM_SEARCH_SOLUTION = '''
 def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
     """Beam search for a batch: keep the beam_size most likely prefixes of every sentence.
 
@@ -655,7 +636,116 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
         if all(done):
             break
     return [max(candidates, key=lambda c: c[0])[1] for candidates in finished]
-''',
+'''
+
+
+def _beam_search_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch6.q3's model answer with a bug, as a learner writes it: each (right, wrong) piece of its source
+    replaced, the result named `name`. The one beam search of the checks stays the model answer; a mistake
+    is the few characters that make it."""
+    source = _BEAM_SEARCH_SOLUTION
+    for right, wrong in edits:
+        if source.count(right) != 1:
+            raise ValueError(f"{name}: {right!r} is not once in ch6.q3's solution")
+        source = source.replace(right, wrong)
+    namespace = {"__name__": __name__, "math": math, "torch": torch, "F": F}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    answer = namespace["beam_search"]
+    answer.__name__ = answer.__qualname__ = name
+    return answer
+
+
+# The mistakes of ch6.q3, each written as a learner writes it: the model answer with the learner's lines.
+
+_EOS_FINISHED = """            for j in range(K):
+                if tokens[b][j] == eos and top[b, j] > -math.inf and not done[b]:
+                    prefix = prefixes[b * K + rows[b][j]]
+                    finished[b].append((top[b, j].item() / (t + 1) ** alpha, prefix))
+"""
+_LIVE = "live = [j for j in range(2 * K) if tokens[b][j] != eos][:K]"
+_ENOUGH = "len(finished[b]) >= K"
+
+beam_search_without_reordering = _beam_search_with(
+    "beam_search_without_reordering",
+    ("state = state.index_select(torch.tensor([row for row, _ in keep]))", "state = state"),
+)
+beam_search_by_raw_score = _beam_search_with(
+    "beam_search_by_raw_score",
+    ("top[b, j].item() / (t + 1) ** alpha", "top[b, j].item()"),
+    ("scores[b, k].item() / (t + 1) ** alpha", "scores[b, k].item()"),
+)
+beam_search_keeping_finished_beams = _beam_search_with(
+    "beam_search_keeping_finished_beams", (_LIVE, "live = list(range(K))")
+)
+beam_search_ignoring_eos = _beam_search_with(
+    "beam_search_ignoring_eos", (_EOS_FINISHED, ""), (_LIVE, "live = list(range(K))")
+)
+beam_search_stopping_at_first_finished = _beam_search_with(
+    "beam_search_stopping_at_first_finished", (_ENOUGH, "len(finished[b]) >= 1")
+)
+beam_search_done_at_first_finished = _beam_search_with(
+    "beam_search_done_at_first_finished",
+    (_ENOUGH, "len(finished[b]) >= 1"),
+    ("if not done[b] and t + 1 == max_len:", "if not done[b] and t + 1 == max_len and not finished[b]:"),
+)
+beam_search_every_beam_alive = _beam_search_with(
+    "beam_search_every_beam_alive",
+    (
+        "scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64)",
+        "scores = torch.zeros((batch_size, K), dtype=torch.float64)",
+    ),
+)
+beam_search_length_without_eos = _beam_search_with(  # L = t, the tokens before <eos> (at least 1)
+    "beam_search_length_without_eos",
+    ("top[b, j].item() / (t + 1) ** alpha", "top[b, j].item() / max(t, 1) ** alpha"),
+)
+beam_search_every_live_beam_at_max_len = _beam_search_with(
+    "beam_search_every_live_beam_at_max_len", ("[: max(0, K - len(finished[b]))]", "")
+)
+beam_search_new_beams_among_the_best = _beam_search_with(
+    "beam_search_new_beams_among_the_best",
+    (_LIVE, "live = list(range(K))"),
+    (
+        "scores[b] = top[b, live]",
+        "scores[b] = top[b, live].masked_fill(torch.tensor(tokens[b][:K]) == eos, -math.inf)",
+    ),
+)
+
+
+def beam_search_cut_at_eos(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
+    results = []
+    for i in range(src.shape[0]):  # one sentence at a time; <eos> is a token like any other
+        enc = model.encode(src[i : i + 1], src_valid_lens[i : i + 1])
+        state = model.decoder.init_state(enc).index_select(torch.zeros(beam_size, dtype=torch.long))
+        scores = torch.tensor([0.0] + [-math.inf] * (beam_size - 1), dtype=torch.float64)
+        prefixes = [[] for _ in range(beam_size)]
+        y = torch.full((beam_size,), bos, dtype=torch.long)
+        for _ in range(max_len):
+            logits, state, _ = model.decoder.step(y, state)
+            log_probs = F.log_softmax(logits.float(), dim=-1).double()
+            scores, index = (scores[:, None] + log_probs).view(-1).topk(beam_size)
+            beams, y = index // log_probs.shape[1], index % log_probs.shape[1]
+            prefixes = [prefixes[b] + [w] for b, w in zip(beams.tolist(), y.tolist(), strict=True)]
+            state = state.index_select(beams)
+        best, best_score = [], -math.inf
+        for score, tokens in zip(scores.tolist(), prefixes, strict=True):  # cut each beam at its <eos>
+            length = tokens.index(eos) + 1 if eos in tokens else len(tokens)
+            if score / length**alpha > best_score:
+                best, best_score = tokens[: length - (eos in tokens)], score / length**alpha
+        results.append(best)
+    return results
+
+
+_FIRST_STOPS = (
+    "The sentence stopped when its first hypothesis finished: go on until it has beam_size finished "
+    "hypotheses (or reaches max_len), since a later one may score better."
+)
+
+BEAM_SEARCH = Exercise(
+    "ch6.q3",
+    "beam_search",
+    "Batched beam search with finished hypotheses and length normalisation",
+    solution=_BEAM_SEARCH_SOLUTION,
     hint="Give each sentence beam_size rows (the state's `index_select` can repeat rows), only the first "
     "alive at the start (score 0, the others -inf). Each step ranks the continuations like your "
     "beam_step, but looks at more than beam_size of them, since some of the best may end in <eos>: "
@@ -694,55 +784,57 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
             "The decoder state does not follow the beams: after choosing the new beams, reorder the state "
             "with `state.index_select(rows)` so that each row's state is that of the prefix it extends "
             "(one beam may continue another row's prefix, or two beams the same one).",
-            _beam_search_variant("no_reorder"),
+            wrong=beam_search_without_reordering,
         ),
         Mistake(
             "The winner was picked by raw log P: divide each candidate's log P by L^alpha (L its number of "
             "tokens, <eos> included) before comparing; raw scores favour short translations.",
-            _beam_search_variant("no_norm"),
+            wrong=beam_search_by_raw_score,
         ),
         Mistake(
             "Hypotheses ending in <eos> stayed in the beam and were extended: set them aside as finished, "
             "and fill the beam with the beam_size best continuations that do not end in <eos>.",
-            _beam_search_variant("keeps_finished"),
+            wrong=beam_search_keeping_finished_beams,
         ),
         Mistake(
             "<eos> was treated as an ordinary token: a continuation ending in <eos> is a finished "
             "hypothesis (its tokens without <eos>), not a prefix to extend up to max_len.",
-            _beam_search_variant("eos_continues"),
+            wrong=beam_search_ignoring_eos,
         ),
-        Mistake(_FIRST_STOPS, _beam_search_variant("first_stops"),
+        Mistake(
+            _FIRST_STOPS,
+            wrong=beam_search_stopping_at_first_finished,
         ),
-        Mistake(_FIRST_STOPS, _beam_search_variant("first_stops_early")),
+        Mistake(_FIRST_STOPS, wrong=beam_search_done_at_first_finished),
         Mistake(
             "Every beam started with score 0: the beam_size rows of a sentence start from the same <bos> and "
             "state, so at the first step each picks the same best tokens and the beam fills with copies of "
             "one prefix. Only the first row starts alive (score 0); give the others score -inf.",
-            _beam_search_variant("all_start"),
+            wrong=beam_search_every_beam_alive,
         ),
         Mistake(
             "The length L left out the <eos>: L counts a finished hypothesis' tokens *and* its <eos> (whose "
             "probability is in its log P), so a hypothesis with n tokens is divided by (n + 1)^alpha.",
-            _beam_search_variant("eos_uncounted"),
+            wrong=beam_search_length_without_eos,
         ),
         Mistake(
             "At max_len every live beam joined the candidates: only as many as it takes to reach beam_size "
             "candidates join (the best first), and none when the sentence already has beam_size finished "
             "hypotheses.",
-            _beam_search_variant("all_live"),
+            wrong=beam_search_every_live_beam_at_max_len,
         ),
         Mistake(
             "The new beams were taken from the beam_size best continuations only, so each <eos> among them "
             "left a dead beam. Look at enough candidates (2 * beam_size) to find the beam_size best that do "
             "not end in <eos>.",
-            _beam_search_variant("top_k_only"),
+            wrong=beam_search_new_beams_among_the_best,
         ),
         Mistake(
             "<eos> was treated as an ordinary token: the beams ran to max_len and were cut at their <eos> "
             "afterwards, each scored by the log P of the whole beam. A continuation that ends in <eos> is "
             "a finished hypothesis at once (scored with log P up to its <eos>), and the beams go on "
             "without it.",
-            _beam_search_variant("cut_after"),
+            wrong=beam_search_cut_at_eos,
         ),
     ],
     error_hints=[

@@ -2,16 +2,16 @@
 a small trained model position by position (ch9.q1), and the decay constant k of scheduled sampling's
 inverse sigmoid that puts the teacher-forcing ratio at one half on a chosen step (ch9.q2).
 
-Each exercise is an `Exercise` with its cases, its reference (`attn_course.measure.evaluation.accuracy_by_position`;
-the decay `attn_course.training.loop.inverse_sigmoid_decay`) and the known-wrong variants that name a learner's
-likely mistake; an answer that calls the package's versions is refused by `Exercise` itself.
+Each exercise is an `Exercise` with its cases, its reference (the package's
+`attn_course.measure.evaluation.accuracy_by_position`; the decay
+`attn_course.training.loop.inverse_sigmoid_decay`) and its known mistakes, each written as the wrong answer
+that makes it; an answer that calls the package's versions is refused by `Exercise` itself.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import asdict
 from numbers import Real
 from typing import Any
@@ -47,9 +47,11 @@ TENSOR_NUMBER_HINT = ErrorHint(
 _TASK = {"num_pairs": 800, "min_len": 4, "max_len": 9, "vocab_size": 12, "seed": 0}
 _SIZES = {"embed_size": 16, "decoder_hiddens": 32}
 _TRAINING = {"epochs": 5, "batch_size": 32, "lr": 1e-2}
-_EXPOSURE_PACKAGE = ["attn_course.measure.evaluation.accuracy_by_position", "attn_course.course.dynamics.exposure"]
+_EXPOSURE_PACKAGE = ["attn_course.measure.evaluation.accuracy_by_position",
+                     "attn_course.course.dynamics.exposure"]
 #: Package functions that do the decoding an answer must write (calling one is refused too).
-_EXPOSURE_AVOID = ["attn_course.training.loop.scheduled_sampling_logits", "attn_course.models.decoding.greedy_decode"]
+_EXPOSURE_AVOID = ["attn_course.training.loop.scheduled_sampling_logits",
+                   "attn_course.models.decoding.greedy_decode"]
 
 
 @functools.cache
@@ -58,7 +60,7 @@ def _exposure_task() -> Any:
 
 
 @functools.cache
-def _exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """(ModelConfig as a dict, state_dict) of the ch9.q1 model, trained or as built; the same numbers each
     time (seed 0), and the caller's random state left as it was."""
     chapters, training = resolve("attn_course.course.chapters"), resolve("attn_course.training.loop")
@@ -69,17 +71,17 @@ def _exposure_weights(trained: bool) -> tuple[dict[str, Any], dict[str, torch.Te
         torch.manual_seed(0)
         model = resolve("attn_course.models.seq2seq.Seq2Seq").from_config(config)
         if trained:
-            loader = data.loader(data.train, _TRAINING["batch_size"], shuffle=True, seed=0)
+            recipe = training.TrainConfig(**_TRAINING)
+            loader = data.loader(data.train, recipe.batch_size, shuffle=True, seed=0)
             torch.set_num_threads(1)             # small matrices: one thread is fastest, and never waits
             try:
-                training.train(model, loader, epochs=_TRAINING["epochs"], lr=_TRAINING["lr"], device="cpu",
-                               progress=False)
+                training.train(model, loader, recipe, device="cpu", progress=False)
             finally:
                 torch.set_num_threads(threads)
     return asdict(config), {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def _exposure_model(inputs: dict[str, Any]) -> Any:
+def exposure_model(inputs: dict[str, Any]) -> Any:
     """A fresh copy of the case's model, in eval mode and the case's dtype, on the CPU."""
     config = resolve("attn_course.models.seq2seq.ModelConfig")(**inputs["config"])
     model = resolve("attn_course.models.seq2seq.Seq2Seq").from_config(config)
@@ -91,7 +93,7 @@ def _exposure_case(spec: dict[str, Any]) -> Case:
     data, gen = _exposure_task(), spec_generator(spec)
     size = min(spec_size(spec, "batch_size"), len(data.test))
     picked = torch.randperm(len(data.test), generator=gen)[:size].tolist()
-    config, state = _exposure_weights(spec["model"] == "trained")
+    config, state = exposure_weights(spec["model"] == "trained")
     dtype = {"float32": torch.float32, "float64": torch.float64}[spec["dtype"]]
     batch = resolve("attn_course.data.tasks.make_batch")([data.test[i] for i in picked], data.src_vocab,
                                                    data.tgt_vocab)
@@ -103,65 +105,101 @@ def _exposure_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, ("the accuracy by position", "the count by position"))
 
 
-def _batch(inputs: dict[str, Any]) -> Any:
+def exposure_batch(inputs: dict[str, Any]) -> Any:
+    """The case's batch, an `attn_course.data.tasks.Batch`."""
     return resolve("attn_course.data.tasks.Batch")(**inputs["batch"])
 
 
 def _exposure_call(answer: Any, inputs: dict[str, Any]) -> Any:
-    return no_tensor_numbers(answer(_exposure_model(inputs), _batch(inputs)), "free_running_accuracy")
+    return no_tensor_numbers(answer(exposure_model(inputs), exposure_batch(inputs)), "free_running_accuracy")
 
 
-def _reference_exposure(inputs: dict[str, Any], free_running: bool = True) -> tuple[list[float], list[int]]:
+def reference_exposure(inputs: dict[str, Any], free_running: bool = True) -> tuple[list[float], list[int]]:
+    """The package's accuracy by position on the case (free running, or teacher forced)."""
     data = _exposure_task()
     accuracy, count = resolve("attn_course.measure.evaluation.accuracy_by_position")(
-        _exposure_model(inputs), [data.test[i] for i in inputs["picked"]], data, free_running=free_running)
+        exposure_model(inputs), [data.test[i] for i in inputs["picked"]], data, free_running=free_running)
     return accuracy, count
 
 
+# The mistakes of ch9.q1, each written as a learner writes it. `_own_words` is the decoding every one of them
+# gets right but the first two: each step fed the argmax of the step before, never stopping early.
+_EOS = 2                                                   # <eos> in the course's vocabularies
+
+
 @torch.no_grad()
-def _fed_bos(model: Any, batch: Any) -> torch.Tensor:
-    """Logits (batch_size, T, V) when every step is fed <bos> (the input never updated)."""
+def _own_words(model, batch):
     state = model.decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
-    logits = []
+    y, preds = batch.tgt_in[:, 0], []
     for _ in range(batch.tgt_in.shape[1]):
-        step_logits, state, _ = model.decoder.step(batch.tgt_in[:, 0], state)
-        logits.append(step_logits)
-    return torch.stack(logits, 1)
+        logits, state, _ = model.decoder.step(y, state)
+        y = logits.argmax(-1)
+        preds.append(y)
+    return torch.stack(preds, 1)
 
 
-def _exposure_variant(kind: str) -> Callable[[dict[str, Any]], Any]:
-    """A known-wrong free-running accuracy: what is fed, what is compared, what is counted."""
+def _by_position(preds, batch):
+    real = torch.arange(preds.shape[1], device=preds.device)[None] < batch.tgt_valid_lens[:, None]
+    n = real.sum(0)
+    return (((preds == batch.tgt_out) & real).sum(0) / n).tolist(), n.tolist()
 
-    @torch.no_grad()
-    def variant(inputs: dict[str, Any]) -> Any:
-        if kind == "gold":
-            return _reference_exposure(inputs, free_running=False)
-        model, batch = _exposure_model(inputs), _batch(inputs)
-        if kind == "bos":
-            logits = _fed_bos(model, batch)
-        else:
-            logits = resolve("attn_course.training.loop.scheduled_sampling_logits")(
-                model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.0)
-        predicted, target = logits.argmax(-1), batch.tgt_in if kind == "tgt_in" else batch.tgt_out
-        real = torch.arange(target.shape[1])[None] < batch.tgt_valid_lens[:, None]
-        hits = (predicted == target) & real
-        if kind in ("eos_miss", "eos_drop"):
-            is_eos = (predicted == _exposure_task().tgt_vocab.eos).long()
-            after = (is_eos.cumsum(1) - is_eos) > 0                  # positions after the first <eos>
-            hits &= ~after
-            if kind == "eos_drop":
-                real &= ~after
-        if kind == "all_rows":
-            real = torch.ones_like(real)
-        count = real.sum(0).tolist()
-        accuracy = [h / n if n else 0.0 for h, n in zip(hits.sum(0).tolist(), count, strict=True)]
-        if kind == "overall":
-            return sum(hits.sum(0).tolist()) / sum(count)
-        if kind == "accuracy_only":
-            return accuracy
-        return accuracy, count
 
-    return variant
+@torch.no_grad()
+def exposure_teacher_forced(model, batch):
+    state = model.decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
+    preds = []
+    for t in range(batch.tgt_in.shape[1]):
+        logits, state, _ = model.decoder.step(batch.tgt_in[:, t], state)
+        preds.append(logits.argmax(-1))
+    return _by_position(torch.stack(preds, 1), batch)
+
+
+@torch.no_grad()
+def exposure_fed_bos(model, batch):
+    state = model.decoder.init_state(model.encode(batch.src, batch.src_valid_lens))
+    preds = []
+    for _ in range(batch.tgt_in.shape[1]):
+        logits, state, _ = model.decoder.step(batch.tgt_in[:, 0], state)
+        preds.append(logits.argmax(-1))
+    return _by_position(torch.stack(preds, 1), batch)
+
+
+def exposure_compared_with_tgt_in(model, batch):
+    preds = _own_words(model, batch)
+    real = torch.arange(preds.shape[1], device=preds.device)[None] < batch.tgt_valid_lens[:, None]
+    n = real.sum(0)
+    return (((preds == batch.tgt_in) & real).sum(0) / n).tolist(), n.tolist()
+
+
+def exposure_padding_counted(model, batch):
+    preds = _own_words(model, batch)
+    return [float(x) for x in (preds == batch.tgt_out).double().mean(0)], [preds.shape[0]] * preds.shape[1]
+
+
+def exposure_eos_scored_as_miss(model, batch):
+    preds = _own_words(model, batch)
+    is_eos = (preds == _EOS).long()
+    done = (is_eos.cumsum(1) - is_eos) > 0                          # after the first <eos>: stopped
+    return _by_position(preds.masked_fill(done, -1), batch)
+
+
+def exposure_eos_left_out(model, batch):
+    preds = _own_words(model, batch)
+    is_eos = (preds == _EOS).long()
+    done = (is_eos.cumsum(1) - is_eos) > 0
+    real = (torch.arange(preds.shape[1])[None] < batch.tgt_valid_lens[:, None]) & ~done
+    hits, count = ((preds == batch.tgt_out) & real).sum(0).tolist(), real.sum(0).tolist()
+    return [h / n if n else 0.0 for h, n in zip(hits, count, strict=True)], count
+
+
+def exposure_one_number(model, batch):
+    preds = _own_words(model, batch)
+    real = torch.arange(preds.shape[1], device=preds.device)[None] < batch.tgt_valid_lens[:, None]
+    return int(((preds == batch.tgt_out) & real).sum()) / int(real.sum())
+
+
+def exposure_accuracy_only(model, batch):
+    return _by_position(_own_words(model, batch), batch)[0]
 
 
 EXPOSURE = Exercise(
@@ -209,46 +247,46 @@ def free_running_accuracy(model, batch):
     ],
     build=_exposure_case,
     call=_exposure_call,
-    reference=_reference_exposure,
+    reference=reference_exposure,
     mistakes=[
         Mistake(
             "That is the teacher-forced accuracy: your steps read the reference word. Free running feeds "
             "each step the model's own previous word, the argmax of the step before.",
-            _exposure_variant("gold"),
+            wrong=exposure_teacher_forced,
         ),
         Mistake(
             "Every step was fed <bos>: the input never changed. After step 0, feed each step the argmax of "
             "the logits the step before produced.",
-            _exposure_variant("bos"),
+            wrong=exposure_fed_bos,
         ),
         Mistake(
             "The predictions were compared with tgt_in, which is shifted by one (<bos> first): step t "
             "predicts tgt_out[:, t].",
-            _exposure_variant("tgt_in"),
+            wrong=exposure_compared_with_tgt_in,
         ),
         Mistake(
             "Padded positions were counted: every sentence counts at every position. Count a sentence at "
             "position t only when t < tgt_valid_lens, and divide by that count.",
-            _exposure_variant("all_rows"),
+            wrong=exposure_padding_counted,
         ),
         Mistake(
             "Your decoder stopped at the first <eos> it predicted and scored the later positions as misses: "
             "this measure never stops early; each later step is fed the model's own word too.",
-            _exposure_variant("eos_miss"),
+            wrong=exposure_eos_scored_as_miss,
         ),
         Mistake(
             "Your decoder stopped at the first <eos> it predicted and left the later positions out of the "
             "count: this measure never stops early; each later step is fed the model's own word too.",
-            _exposure_variant("eos_drop"),
+            wrong=exposure_eos_left_out,
         ),
         Mistake(
             "One number over all tokens: the exercise asks for the accuracy at every position (and the "
             "counts), to see where the free-running decoder falls behind.",
-            _exposure_variant("overall"),
+            wrong=exposure_one_number,
         ),
         Mistake(
             "Only the accuracies were returned: return (accuracy, count), the counts too.",
-            _exposure_variant("accuracy_only"),
+            wrong=exposure_accuracy_only,
         ),
     ],
     error_hints=[
@@ -292,27 +330,57 @@ def _half_way_call(answer: Any, inputs: dict[str, Any]) -> list[Any]:
     return [_ratio(step, k) for step, k in zip(inputs["steps"], ks, strict=True)]
 
 
-def _solve(f: Callable[[float], float], low: float, high: float) -> float:
-    """The root of an increasing f in [low, high], by bisection to the last bit."""
+# The mistakes of ch9.q2, each written as a learner writes it.
+def k_equals_step(step):
+    return float(step)
+
+
+def k_searched_up_to_step(step):
+    low, high = 1.0, max(1.0, float(step))
     for _ in range(200):
         middle = (low + high) / 2
-        if f(middle) < 0:
+        if middle * math.log(middle) < step:
             low = middle
         else:
             high = middle
     return (low + high) / 2
 
 
-def _k_variant(choose: Callable[[int], float]) -> Callable[[dict[str, Any]], list[Any]]:
-    """A wrong choice of k for each step, turned into the ratios it gives (None where it cannot be made)."""
+def k_one_iteration(step):
+    return step / math.log(step)
 
-    def variant(inputs: dict[str, Any]) -> list[Any] | None:
-        try:
-            return [_ratio(step, choose(step)) for step in inputs["steps"]]
-        except (OverflowError, ValueError, ZeroDivisionError):
-            return None
 
-    return variant
+def k_log10(step):
+    low, high = 1.0, step + 2.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle * math.log10(middle) < step:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def k_one_step_late(step):
+    low, high = 1.0, step + 3.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if middle * math.log(middle) < step + 1:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def k_denominator_one(step):
+    low, high = 1.0, step + 2.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if 2 * middle - 1 - math.exp(min(step / middle, 700)) < 0:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
 
 
 def _reference_half_way(inputs: dict[str, Any]) -> list[float]:
@@ -358,31 +426,31 @@ def k_for_half(step):
     mistakes=[
         Mistake(
             "k = i is not the answer: the ratio is 1/2 where exp(i / k) = k, that is where k ln k = i.",
-            _k_variant(lambda i: float(i)),
+            wrong=k_equals_step,
         ),
         Mistake(
             "Your search interval [1, i] does not hold the root for small steps: when i < e, the k with "
             "k ln k = i is larger than i (1.76 for i = 1). Widen the upper end.",
-            _k_variant(lambda i: _solve(lambda k: k * math.log(k) - i, 1.0, max(1.0, float(i)))),
+            wrong=k_searched_up_to_step,
         ),
         Mistake(
             "That is one step of the iteration k = i / ln k, started at k = i: repeat it until k stops "
             "changing (or search for the root of k ln k = i).",
-            _k_variant(lambda i: i / math.log(i)),
+            wrong=k_one_iteration,
         ),
         Mistake(
             "The logarithm's base: exp(i / k) = k gives k ln k = i with the natural log, not log10 or log2.",
-            _k_variant(lambda i: _solve(lambda k: k * math.log10(k) - i, 1.0, i + 2.0)),
+            wrong=k_log10,
         ),
         Mistake(
             "Your k puts the ratio at one half one step late (k ln k = i + 1): steps count from 0, and the "
             "ratio must be 1/2 at step i itself.",
-            _k_variant(lambda i: _solve(lambda k: k * math.log(k) - (i + 1), 1.0, i + 3.0)),
+            wrong=k_one_step_late,
         ),
         Mistake(
             "The decay's denominator is k + exp(i / k); with 1 + exp(i / k) you solved another equation "
             "(2k = 1 + exp(i / k)).",
-            _k_variant(lambda i: _solve(lambda k: 2 * k - 1 - math.exp(min(i / k, 700)), 1.0, i + 2.0)),
+            wrong=k_denominator_one,
         ),
     ],
     error_hints=[

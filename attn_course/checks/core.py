@@ -1,11 +1,11 @@
 """The machinery every exercise shares: verdicts and their display, cases and mistakes, comparisons.
 
 `CheckResult` is a verdict (shown as HTML, Markdown or text); `Case`, `Mistake` and `ErrorHint` describe one
-set of inputs, a known-wrong variant of the reference and a known error; `sanitize` turns an attempt's output
-into plain data and `compare` says in words how it differs from the reference; `summarize_exception` reports
-the learner's own line, telling the learner's frames from the library's (torch, Python and all of
-attn_course); `Exercise` ties them together into `cases()`, `attempt()`, `judge()` and the learner's
-`check()`, `hint()` and `solution()`.
+set of inputs, a known mistake (the wrong code that makes it) and a known error; `sanitize` turns an
+attempt's output into plain data and `compare` says in words how it differs from the reference;
+`summarize_exception` reports the learner's own line, telling the learner's frames from the library's
+(torch, Python and all of attn_course); `Exercise` ties them together into `cases()`, `attempt()`,
+`judge()` and the learner's `check()`, `hint()` and `solution()`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import copy
 import html
+import importlib.util
 import inspect
 import math
 import os
@@ -135,14 +136,34 @@ class Case:
 
 @dataclass(frozen=True)
 class Mistake:
-    """A known-wrong variant of the reference: if the learner's output equals `variant(inputs)`, say `hint`.
+    """A known mistake: if the learner's output is the mistake's on the failing cases, say `hint`.
 
-    variant receives a copy of the case's inputs and returns the wrong output, or None where the mistake
-    makes no difference (or cannot be made) on these inputs.
+    The convention: write a mistake once, as the wrong code that makes it, `Mistake(hint, wrong=fn)`. `fn` is
+    an answer as a learner writes it: the exercise's own signature (a class for a class exercise), this one
+    mistake and nothing else wrong, no call to the package objects the exercise re-implements (it is judged
+    as an answer, so such a call is refused). It lives beside its exercise in the chapter's module, named for
+    the mistake (`mask_inverted`). The check runs it as it runs the learner's code (`Exercise.call`) on a
+    copy of each case's inputs; where it raises, the mistake does not apply to that case, so wrong code for a
+    mistake that only some inputs allow (half-precision scores, a sentence that needs every step) raises on
+    the others. Where it gives the reference's output on a case the learner fails, that case speaks against
+    the mistake, as a variant's right output does. The tests submit every `wrong` as an answer and require its
+    rejection to start with `hint`, so no copy of a mistake lives in the tests. `variant=` (the older form: a
+    function of the inputs returning the wrong output, or None where the mistake cannot be made) still works;
+    give exactly one.
     """
 
     hint: str
-    variant: Callable[[dict[str, Any]], Any]
+    variant: Callable[[dict[str, Any]], Any] | None = None
+    wrong: Any = None
+
+    def __post_init__(self) -> None:
+        if (self.variant is None) == (self.wrong is None):
+            raise ValueError(f"Mistake({self.hint[:40]!r}...) needs exactly one of `wrong` and `variant`")
+
+    def wrapped(self, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Mistake:
+        """This mistake for an exercise whose `call` and reference `wrap` changes (e.g. to add gradients):
+        a variant is wrapped alike; wrong code is returned as it is, since it already runs through `call`."""
+        return self if self.wrong is not None else Mistake(self.hint, wrap(self.variant))
 
 
 @dataclass(frozen=True)
@@ -343,6 +364,10 @@ def _library_dirs() -> tuple[str, ...]:
     # This file is attn_course/checks/core.py: two levels up is attn_course/, the whole package.
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = {os.path.dirname(torch.__file__), package}
+    # The instructor's tools (the grading sandbox runs beside the learner's code) are not the learner's
+    # either: found without importing them, and absent where only the learner's library is installed.
+    tools = importlib.util.find_spec("attn_course_tools")
+    paths.update((tools.submodule_search_locations or []) if tools is not None else [])
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(name)
         if path:
@@ -437,7 +462,7 @@ def _what_differs(
     agree = ""
     if fine:
         names = " and ".join(fine)
-        agree = f"; {names} {'agree' if len(fine) > 1 else _verb(names, 'agrees', 'agree')[len(names) + 1:]}"
+        agree = f"; {names} {'agree' if len(fine) > 1 else _verb(names, 'agrees', 'agree')[len(names) + 1 :]}"
         agree += " in every case that ran"
     lines = " and ".join(wrong)
     return f"\nWhat differs: {counts} cases that ran{agree}. Read the lines that compute {lines}."
@@ -476,7 +501,8 @@ class _CallWatch:
         sys.setprofile(self.previous)
 
 
-#: The message of a package function switched off in the grading sandbox (attn_course_tools.grading.sandbox_child).
+#: The message of a package function switched off in the grading sandbox
+#: (attn_course_tools.grading.sandbox_child).
 _SWITCHED_OFF = re.compile(r"^(\S+) is switched off while grading")
 
 
@@ -620,10 +646,24 @@ class Exercise:
             result["calls"] = watch.called
         return result
 
+    def call(self, answer: Any, inputs: dict[str, Any]) -> Any:
+        """Run `answer` (a learner's function or class) on `inputs` as the check does; its raw output."""
+        return self._call(answer, inputs)
+
+    def reference(self, inputs: dict[str, Any]) -> Any:
+        """The reference output on `inputs` (computed by the package's own implementation)."""
+        return self._reference(inputs)
+
+    def mistake_output(self, mistake: Mistake, inputs: dict[str, Any]) -> Any:
+        """What `mistake` gives on `inputs`: its wrong code run as an answer, or its variant's output."""
+        if mistake.wrong is not None:
+            return sanitize(self.call(mistake.wrong, inputs))
+        return mistake.variant(inputs)
+
     def _run(self, answer: Any, inputs: dict[str, Any], watch: _CallWatch) -> dict[str, Any]:
         try:
             with watch:
-                output = self._call(answer, inputs)
+                output = self.call(answer, inputs)
         except NotImplementedError as exc:
             if _raised_by_learner(exc):
                 return {"status": NOT_ATTEMPTED}
@@ -672,7 +712,7 @@ class Exercise:
             )
         passed, problems, references = 0, [], []
         for index, (case, att) in enumerate(zip(cases, attempts, strict=True)):
-            expected = self._reference(_clone(case.inputs)) if att.get("status") == "ok" else None
+            expected = self.reference(_clone(case.inputs)) if att.get("status") == "ok" else None
             references.append(expected)
             problem = self._judge_case(case, att, expected)
             if problem is None:
@@ -710,10 +750,11 @@ class Exercise:
     def _matching_mistakes(self, case: Case, att: Mapping[str, Any], expected: Any) -> dict[int, str] | None:
         """How each known mistake fares on this case: "hit" if the case fails and the learner's output is the
         mistake's; "part" if it is the mistake's in every output the mistake changes, but another output is
-        wrong too; "miss" if the case fails otherwise (the mistake gives another output, or the right one);
-        "passed" if the learner got the case right where the mistake would show; absent if the mistake
-        cannot be made here or makes no difference to a case the learner got right. None when the attempt
-        gave no output to compare (it raised)."""
+        wrong too; "miss" if the case fails otherwise (the mistake gives another output, or a variant gives
+        the right one); "passed" if the learner got the case right where the mistake would show; absent if
+        the mistake cannot be made here (its code raises, its variant gives None), or if it makes no
+        difference to a case the learner got right. None when the
+        attempt gave no output to compare (it raised)."""
         if att.get("status") != "ok":
             return None
         got = att.get("output")
@@ -721,8 +762,8 @@ class Exercise:
         found: dict[int, str] = {}
         for index, mistake in enumerate(self.mistakes):
             try:
-                wrong = mistake.variant(_clone(case.inputs))
-            except Exception:  # a variant that cannot run on these inputs does not apply
+                wrong = self.mistake_output(mistake, _clone(case.inputs))
+            except Exception:  # a mistake that cannot be made on these inputs does not apply
                 continue
             if wrong is None:
                 continue

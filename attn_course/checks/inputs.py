@@ -3,7 +3,8 @@
 Each of `spec_generator`, `spec_dtype`, `spec_size` and `spec_lengths` reads one key of a case's spec and
 says which key is wrong when it is; `seeded_randn` builds tensors and `lens_text` describes valid lengths in a
 case's label. The rest build what several chapters' references and mistake variants use: padding masks,
-masked softmaxes (d2l's and a finite one), the package's attention modules, and GRU cells from seeded weights.
+masked softmaxes (d2l's, and the package's over any axis), the package's attention modules, and GRU cells
+from seeded weights.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, Exercise, Mistake, resolve
+from attn_course.checks.core import Case, Exercise, resolve
 from attn_course.validation import check_int
 
 _DTYPES = {
@@ -98,13 +99,18 @@ def d2l_masked_softmax(
 def finite_masked_softmax(
     scores: torch.Tensor, lens: torch.Tensor | None, dim: int = -1, extra: int = 0
 ) -> torch.Tensor:
-    """A masked softmax over any axis that fills with the lowest finite value and zeroes padding after
-    (`extra` keys beyond each valid length kept too, for off-by-one mistakes)."""
+    """The package's masked softmax (`attn_course.attention.masking.masked_softmax`); over another axis `dim`,
+    or with `extra` keys beyond each valid length kept (off-by-one mistakes), the package's rule on that mask:
+    fill with the lowest finite value, zero the masked weights after the softmax."""
+    masking = resolve("attn_course.attention.masking")
+    if dim % scores.dim() == scores.dim() - 1 and not extra:
+        return masking.masked_softmax(scores, lens)
     if lens is None:
-        return F.softmax(scores, dim=dim)
-    keep = keep_mask(lens + extra, scores.shape[1], scores.shape[2])
-    filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
-    return F.softmax(filled, dim=dim) * keep
+        excluded = torch.zeros_like(scores, dtype=torch.bool)
+    else:
+        excluded = ~keep_mask(lens + extra, scores.shape[1], scores.shape[2])
+    weights = masking.softmax_excluding(scores.transpose(dim, -1), excluded.transpose(dim, -1))
+    return weights.transpose(dim, -1)
 
 
 def package_attention(name: str, *args: Any) -> nn.Module:
@@ -187,4 +193,4 @@ def with_gradients(exercise: Exercise, wrt: Sequence[str]) -> None:
     exercise._build = graded_build
     exercise._call = lambda answer, inputs: differentiated(lambda i: call(answer, i))(inputs)
     exercise._reference = differentiated(exercise._reference)
-    exercise.mistakes = tuple(Mistake(m.hint, differentiated(m.variant)) for m in exercise.mistakes)
+    exercise.mistakes = tuple(m.wrapped(differentiated) for m in exercise.mistakes)

@@ -1,14 +1,18 @@
 """The models of chapters 3-5: their data, the variants of attention, and training cached in a folder.
 
     data = chapter_data()                                        # CHAPTER_DATA: chapters 3 and 4's corpus
+    model, history = train_variant("bahdanau", data, CHAPTER_RECIPE, seed=0)
     model, record = load_or_train("bahdanau", data, CHAPTER_RECIPE, seed=0,
                                   path=runtime.artifacts_dir() / "ch04_bahdanau.pt")
     job = BackgroundTraining("no attention", data, CHAPTER_RECIPE, seed=0, path=...)   # a second process
 
 Three configs, one per thing configured: `DataConfig` (the corpus), `Recipe` (the sizes every variant
 shares and their `attn_course.training.loop.TrainConfig`) and, built from both and a variant's name,
-`attn_course.models.seq2seq.ModelConfig` (the architecture, which a checkpoint records). A checkpoint is reused
-only when it was saved for the same variant, recipe, seed and data; any chapter retrains when it is missing.
+`attn_course.models.seq2seq.ModelConfig` (the architecture, which a checkpoint records). One way leads from
+a recipe to a trained model: `train_variant` seeds, builds the variant and hands it to `fit`, which batches
+the data as the TrainConfig says and calls `attn_course.training.loop.train` with that TrainConfig whole.
+Chapters 9 and 10 build their own models and call `fit` too. A checkpoint is reused only when it was saved
+for the same variant, recipe, seed and data; any chapter retrains when it is missing.
 """
 
 from __future__ import annotations
@@ -24,13 +28,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
-from torch.utils.data import DataLoader
 
 from attn_course.data.tasks import (
     Example,
-    TranslationDataset,
-    Vocab,
-    bucketed_loader,
+    TaskData,
     build_vocabs,
     reverse_task,
     split,
@@ -56,8 +57,8 @@ def _luong(score: str, attention: str = "global", input_feeding: bool = True) ->
     return Variant("luong", {"score": score, "attention": attention, "input_feeding": input_feeding})
 
 
-#: Every variant the chapters and the study (`attn_course.course.study`) know, by name. Luong variants use input
-#: feeding unless the name says not.
+#: Every variant the chapters and the study (`attn_course.course.study`) know, by name. Luong variants use
+#: input feeding unless the name says not.
 VARIANTS: dict[str, Variant] = {
     "no attention": Variant("plain", {}),
     "bahdanau": Variant("bahdanau", {}),
@@ -74,33 +75,11 @@ VARIANTS: dict[str, Variant] = {
 
 
 # ------------------------------------------------------------------------------------------------ data
-@dataclass(frozen=True)
-class TaskData:
-    """A task's train/validation/test examples and the vocabularies built on the training split."""
-
-    train: list[Example]
-    val: list[Example]
-    test: list[Example]
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-
-    @property
-    def max_src_positions(self) -> int:
-        """The most source positions (<eos> included) of any sentence in any split."""
-        return 1 + max(len(e.src) for part in (self.train, self.val, self.test) for e in part)
-
-    def loader(self, examples: Sequence[Example], batch_size: int, *, shuffle: bool = False,
-               seed: int = 0) -> DataLoader:
-        """A length-bucketed DataLoader of `attn_course.data.tasks.Batch` over `examples`."""
-        dataset = TranslationDataset(examples, self.src_vocab, self.tgt_vocab)
-        return bucketed_loader(dataset, batch_size, shuffle=shuffle, seed=seed)
-
-
 def pairs_data(examples: Sequence[Example], *, min_freq: int = 2, seed: int = 0,
                fractions: Sequence[float] = (0.9, 0.05, 0.05)) -> TaskData:
-    """Any sentence pairs (e.g. `attn_course.data.tatoeba.read_pairs`) as a task: train/validation/test splits by
-    `fractions` in which no source sentence is in two splits (`attn_course.data.tasks.split`), and vocabularies
-    built on the training split; a word seen fewer than min_freq times there becomes <unk>."""
+    """Any sentence pairs (e.g. `attn_course.data.tatoeba.read_pairs`) as a task: train/validation/test
+    splits by `fractions` in which no source sentence is in two splits (`attn_course.data.tasks.split`), and
+    vocabularies built on the training split; a word seen fewer than min_freq times there becomes <unk>."""
     parts = split(examples, fractions, seed=seed)
     src_vocab, tgt_vocab = build_vocabs(parts.train, min_freq=min_freq)
     return TaskData(parts.train, parts.val, parts.test, src_vocab, tgt_vocab)
@@ -126,8 +105,9 @@ def reversal_data(num_pairs: int, *, min_len: int = 8, max_len: int = 20, vocab_
 class DataConfig:
     """A task's corpus: num_pairs generated pairs of min_len..max_len source tokens, split 80/10/10 with seed.
 
-    task: "translation" (`attn_course.data.tasks.toy_translation`) or "reversal" (`attn_course.data.tasks.reverse_task`
-    over vocab_size symbols, whose gold alignment is the anti-diagonal; vocab_size is for it alone).
+    task: "translation" (`attn_course.data.tasks.toy_translation`) or "reversal"
+    (`attn_course.data.tasks.reverse_task` over vocab_size symbols, whose gold alignment is the anti-diagonal;
+    vocab_size is for it alone).
     """
 
     task: str
@@ -203,22 +183,28 @@ def build_variant(name: str, data: TaskData, recipe: Recipe) -> Seq2Seq:
     return Seq2Seq.from_config(variant_config(name, data, recipe))
 
 
+def fit(model: Seq2Seq, data: TaskData, config: TrainConfig, *, seed: int, validate: bool = True,
+        device: torch.device | str | None = None, progress: bool = False, callback=None) -> History:
+    """Train `model` on data.train as `config` says, in batches of config.batch_size shuffled with `seed`
+    (which also seeds the training's own draws); validation loss on data.val after every epoch unless
+    validate is False. device: default CUDA when present; callback as in `train`. Returns the History."""
+    loader = data.loader(data.train, config.batch_size, shuffle=True, seed=seed)
+    val_loader = data.loader(data.val, config.batch_size) if validate else None
+    return train(model, loader, config, val_loader=val_loader, device=device, seed=seed, progress=progress,
+                 callback=callback)
+
+
 def train_variant(name: str, data: TaskData, recipe: Recipe, *, seed: int,
                   device: torch.device | str | None = None, progress: bool = False,
                   callback=None) -> tuple[Seq2Seq, History]:
-    """Build variant `name` with `seed` and train it on data.train (validation loss on data.val).
+    """Build variant `name` with `seed` and `fit` it with recipe.train (validation loss on data.val).
 
     device: default CUDA when present. Returns the trained model (eval mode) and its History.
     """
     seed_everything(seed)
     model = build_variant(name, data, recipe)
-    config = recipe.train
-    history = train(model, data.loader(data.train, config.batch_size, shuffle=True, seed=seed),
-                    epochs=config.epochs, lr=config.lr, lr_decay=config.lr_decay, clip=config.clip,
-                    teacher_forcing=config.teacher_forcing, warmup_steps=config.warmup_steps, device=device,
-                    val_loader=data.loader(data.val, config.batch_size), progress=progress,
-                    seed=seed, callback=callback)
-    return model, history
+    return model, fit(model, data, recipe.train, seed=seed, device=device, progress=progress,
+                      callback=callback)
 
 
 # ------------------------------------------------------------------------------------------------ chapters
@@ -228,9 +214,9 @@ CHAPTER_DATA = DataConfig("translation", num_pairs=7000, min_len=3, max_len=40, 
 #: The model and training of chapters 3 and 4 (no attention and Bahdanau): a 64-unit decoder reading a
 #: bidirectional encoder of 64 units per direction; 4 epochs of batches of 16 (small batches: more updates
 #: per CPU-second, which is what these small models need), Adam's learning rate 0.004 multiplied by 0.75
-#: after every epoch. Chosen with `make robustness` for Bahdanau's BLEU of at least 90 on held-out 10-30-token
-#: sentences over seeds, CPU kernels and threads (3 epochs at a decay of 0.85 cleared 90 for some seeds and
-#: kernels only); the measured spread of every claim is in attn_course/course/results/robustness.json.
+#: after every epoch. Chosen with `make robustness` so that chapter 4's claim about Bahdanau's BLEU holds over
+#: seeds, CPU kernels and threads; the measured spread of every claim is in
+#: attn_course/course/results/robustness.json.
 CHAPTER_RECIPE = Recipe(embed_size=32, decoder_hiddens=64, encoder_hiddens=64,
                         train=TrainConfig(epochs=4, batch_size=16, lr=4e-3, lr_decay=0.75))
 

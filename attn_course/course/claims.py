@@ -8,11 +8,11 @@ otherwise returns the sentence a learner reads:
     # Bahdanau: corpus BLEU on held-out sentences of 10-30 tokens: 93.9
     #   (other seeds and machines: 92.3 to 95.6)
 
-The bars were chosen from `make robustness` (`attn_course_tools.robustness`), which runs every training chapter
-under several seeds, torch CPU kernels and thread counts and writes the spread of every claim to
-attn_course/course/results/robustness.json. A bar is set so that the *lowest* value over that matrix clears it with a margin;
-the range a chapter prints is the one measured there, so a learner can tell their own run from a broken
-one. The bar itself stays out of the sentence: it is the course's test, not part of the lesson (the
+The bars were chosen from `make robustness` (`attn_course_tools.robustness`), which runs every training
+chapter under several seeds, torch CPU kernels and thread counts and writes the spread of every claim to
+attn_course/course/results/robustness.json. A bar is set so that the *lowest* value over that matrix clears it
+with a margin; the range a chapter prints is the one measured there, so a learner can tell their own run from
+a broken one. The bar itself stays out of the sentence: it is the course's test, not part of the lesson (the
 appendix chapter, "How this course checks itself", explains it).
 
 `make robustness` reads the values back through a log: when the environment names a file in
@@ -32,6 +32,9 @@ from attn_course.course import RESULTS
 
 #: Where `make robustness` writes the measured spread of every claim (committed).
 ROBUSTNESS_RESULTS = RESULTS / "robustness.json"
+
+#: The format `make robustness` writes, so that an older or a foreign file is refused by name.
+RESULTS_FORMAT = "attn_course.robustness/1"
 
 #: Names the file `check` appends each checked value to (set by `make robustness` for each chapter run).
 LOG_VARIABLE = "ATTN_COURSE_CLAIMS_LOG"
@@ -249,6 +252,18 @@ CLAIMS: dict[str, Claim] = _claims(
 
 def _format(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def measurements(path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any]:
+    """Everything `make robustness` recorded: its runs, its matrix of settings and each claim's spread.
+
+    Raises FileNotFoundError when the file is missing, ValueError when it holds another format."""
+    path = Path(path)
+    results = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(results, dict) or results.get("format") != RESULTS_FORMAT:
+        found = results.get("format") if isinstance(results, dict) else type(results).__name__
+        raise ValueError(f"{path} holds format {found!r}, expected {RESULTS_FORMAT!r}")
+    return results
 
 
 def measured(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any] | None:

@@ -3,45 +3,46 @@ apart do tanh and ReLU scores end up? Every comparison is paired: same seed, dat
 
     data = diagnosis_study.chapter_data()                 # 3000 English-French pairs of 3-10 words
     model = diagnosis_study.build(data, seed=0, attention_dropout=0.3)
-    history = diagnosis_study.fit(model, data, seed=0)    # 6 epochs of Adam at 0.01, batches of 64
+    history = diagnosis_study.fit(model, data, seed=0)    # TRAINING: 6 epochs of Adam at 0.01, batches of 64
     row = diagnosis_study.measure(model, data)            # entropy, concentration, BLEU, AER, score range
 
-`python -m attn_course.course.diagnosis_study --out attn_course/course/results/diagnosis_seeds.json` trains, for seeds 0-4, the tanh
-model with each attention dropout of `DROPOUTS` and the ReLU model without, and writes one row per model.
+`python -m attn_course_tools.studies diagnosis --out attn_course/course/results/diagnosis_seeds.json` trains,
+for seeds 0-4, the tanh model with each attention dropout of `DROPOUTS` and the ReLU model without, and
+writes one row per model.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import platform
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from attn_course.course import RESULTS
-from attn_course.course.chapters import TaskData, translation_data
-from attn_course.data.tasks import Batch, Example, make_batch
+from attn_course.course import RESULTS, chapters
+from attn_course.course.chapters import DataConfig
+from attn_course.data.tasks import Batch, Example, TaskData, make_batch
 from attn_course.measure.diagnostics import attention_concentration, diagnose, score_range
 from attn_course.measure.metrics import attention_to_links, corpus_alignment_error_rate, corpus_bleu
 from attn_course.models.decoders import BahdanauDecoder
 from attn_course.models.decoding import translate
 from attn_course.models.encoders import Encoder
 from attn_course.models.seq2seq import Seq2Seq
-from attn_course.training.loop import History, train
+from attn_course.training.loop import History, TrainConfig
 from attn_course.training.runtime import seed_everything
 
 #: The chapter's model: 32-dimensional embeddings, a bidirectional encoder of 32 units per direction, a
 #: 64-unit Bahdanau decoder.
 SIZES = {"embed_size": 32, "encoder_hiddens": 32, "decoder_hiddens": 64}
-EPOCHS, BATCH_SIZE, LR = 6, 64, 1e-2
+#: The chapter's training: 6 epochs of batches of 64, Adam at a constant 0.01, gradients clipped at norm 1.
+TRAINING = TrainConfig(epochs=6, batch_size=64, lr=1e-2)
+#: The chapter's corpus: 3000 English-French pairs of 3 to 10 words, split 80/10/10.
+TASK = DataConfig("translation", num_pairs=3000, min_len=3, max_len=10, seed=0)
 #: The attention dropout probabilities the study compares with none (0).
 DROPOUTS = (0.0, 0.1, 0.3, 0.5)
 SEEDS = (0, 1, 2, 3, 4)
-#: Where `python -m attn_course.course.diagnosis_study --out ...` wrote the study the chapter reads (committed).
+#: Where `python -m attn_course_tools.studies diagnosis` wrote the study the chapter reads.
 RESULTS_FILE = RESULTS / "diagnosis_seeds.json"
 #: French words a model can place without reading their own English partner: the articles, whose form the
 #: noun decides (le, la, les, l'), and the subject pronouns.
@@ -50,8 +51,8 @@ FUNCTION_WORDS = frozenset({"le", "la", "les", "l'", "un", "une", "des", "il", "
 
 
 def chapter_data() -> TaskData:
-    """The chapter's corpus: 3000 English-French pairs of 3 to 10 words, split 80/10/10."""
-    return translation_data(3000, min_len=3, max_len=10, seed=0)
+    """The splits and vocabularies of `TASK`."""
+    return chapters.task_data(TASK)
 
 
 def build(data: TaskData, seed: int, *, score_activation: str = "tanh", attention_dropout: float = 0.0
@@ -68,12 +69,9 @@ def build(data: TaskData, seed: int, *, score_activation: str = "tanh", attentio
 
 def fit(model: Seq2Seq, data: TaskData, seed: int, *, callback=None, device: torch.device | str = "cpu"
         ) -> History:
-    """Train `model` for EPOCHS on the training split, shuffled with `seed`; `callback` as in `train`."""
-    seed_everything(seed)
-    loader = data.loader(data.train, BATCH_SIZE, shuffle=True, seed=seed)
-    seed_everything(seed)                # the model's own seed, whatever built it
-    return train(model.to(device), loader, epochs=EPOCHS, lr=LR, device=device, callback=callback,
-                 progress=False)
+    """Train `model` with TRAINING on the training split, shuffled with `seed` (which also seeds dropout,
+    whatever built the model), through `chapters.fit` without validation; `callback` as in `train`."""
+    return chapters.fit(model, data, TRAINING, seed=seed, validate=False, device=device, callback=callback)
 
 
 def forced_attention(model: Seq2Seq, probe: Batch) -> torch.Tensor:
@@ -143,34 +141,7 @@ def study_row(data: TaskData, seed: int, score_activation: str, attention_dropou
             "final_train_loss": history.train_loss[-1], "w_v_l1": w_v_l1, **measure(model, data)}
 
 
-def seed_study(seeds: Sequence[int] = SEEDS, dropouts: Sequence[float] = DROPOUTS) -> dict[str, Any]:
-    """Every row of the study: the tanh model with each dropout, the ReLU model without, for each seed."""
-    data = chapter_data()
-    variants = [("tanh", p) for p in dropouts] + [("relu", 0.0)]
-    start = time.perf_counter()
-    rows = [study_row(data, seed, activation, p) for seed in seeds for activation, p in variants]
-    settings = {"seeds": list(seeds), "dropouts": list(dropouts), "sizes": SIZES, "epochs": EPOCHS,
-                "batch_size": BATCH_SIZE, "lr": LR, "device": "cpu", "threads": torch.get_num_threads(),
-                "torch": torch.__version__, "python": platform.python_version()}
-    return {"settings": settings, "seconds": round(time.perf_counter() - start, 1), "rows": rows}
-
-
 def load_results(path: str | Path = RESULTS_FILE) -> dict[tuple[int, str, float], dict[str, Any]]:
     """The study's rows by (seed, score_activation, attention_dropout)."""
     rows = json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
     return {(row["seed"], row["score_activation"], row["attention_dropout"]): row for row in rows}
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--dropouts", type=float, nargs="+", default=list(DROPOUTS))
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    results = seed_study(args.seeds, args.dropouts)
-    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

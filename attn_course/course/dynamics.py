@@ -6,34 +6,29 @@
     model, history = dynamics.run(data, seed=0, attention_temperature=4.0)    # a model option
     scores = dynamics.exposure(model, data)                       # teacher-forced vs free-running accuracy
 
-The chapter trains a few variants with the course seed; `python -m attn_course.course.dynamics --out
-attn_course/course/results/dynamics_seeds.json` trains every variant of STUDY with each of several seeds, so that the chapter
-can compare each variant with its baseline seed by seed (`paired`).
+The chapter trains a few variants with the course seed; `python -m attn_course_tools.studies dynamics --out
+attn_course/course/results/dynamics_seeds.json` trains every variant of STUDY with each of several seeds
+(`study_run`), so that the chapter can compare each variant with its baseline seed by seed (`paired`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import nullcontext
-from dataclasses import asdict, replace
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import fields, replace
 from typing import Any
 
 import torch
 
-from attn_course.course.chapters import DataConfig, Recipe, TaskData, variant_config
-from attn_course.course.chapters import task_data as _task_data
-from attn_course.data.tasks import make_batch
+from attn_course.course import chapters
+from attn_course.course.chapters import DataConfig, Recipe
+from attn_course.data.tasks import TaskData, make_batch
 from attn_course.measure.diagnostics import mean_entropy
 from attn_course.measure.evaluation import accuracy_by_position, translations
 from attn_course.measure.metrics import corpus_bleu
 from attn_course.models.seq2seq import Seq2Seq
-from attn_course.training.loop import Decay, History, Noam, TrainConfig, initialize, train
+from attn_course.training.loop import Decay, History, Noam, TrainConfig, initialize
 from attn_course.training.runtime import seed_everything
 
 #: Reversal of 8-16 symbols out of 20 (1,200 training pairs): chapter 5's reversal task made shorter (it
@@ -61,7 +56,8 @@ EARLY = 40
 #: Options of the model (`build`'s keywords) a run may change; every other change is a TrainConfig field.
 MODEL_OPTIONS = ("attention_temperature", "init")
 
-#: The variants `seed_study` trains with every seed: changes to RECIPE (TrainConfig fields or MODEL_OPTIONS).
+#: The variants the seed study trains with every seed: changes to RECIPE (TrainConfig fields or
+#: MODEL_OPTIONS).
 STUDY: dict[str, dict[str, Any]] = {
     "teacher forcing": {},
     "scheduled sampling, coin per word": {"teacher_forcing": SCHEDULED},
@@ -85,14 +81,15 @@ BASELINES: dict[str, str] = {
 
 def task_data() -> TaskData:
     """The splits and vocabularies of `TASK`."""
-    return _task_data(TASK)
+    return chapters.task_data(TASK)
 
 
 def build(data: TaskData, seed: int, *, attention_temperature: float | None = None,
           init: str = "torch") -> Seq2Seq:
     """A fresh Bahdanau model of `RECIPE`'s sizes, seeded; an attention temperature, an init scheme."""
     seed_everything(seed)
-    config = replace(variant_config("bahdanau", data, RECIPE), attention_temperature=attention_temperature)
+    config = replace(chapters.variant_config("bahdanau", data, RECIPE),
+                     attention_temperature=attention_temperature)
     return initialize(Seq2Seq.from_config(config), init)
 
 
@@ -100,18 +97,16 @@ def run(data: TaskData, seed: int, *, model: Seq2Seq | None = None, device: torc
         **changes: Any) -> tuple[Seq2Seq, History]:
     """Train `model` (default: `build(data, seed, **model options)`) with RECIPE.train changed by the other
     `changes` (TrainConfig fields: teacher_forcing, coin, feed, clip, warmup_steps, lr_schedule, lr,
-    epochs...). Returns the model (eval mode) and History."""
+    epochs...), through `chapters.fit` without validation. Returns the model (eval mode) and History."""
     options = {name: changes.pop(name) for name in MODEL_OPTIONS if name in changes}
+    unknown = sorted(set(changes) - {field.name for field in fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"{unknown} are neither TrainConfig fields nor model options {MODEL_OPTIONS}")
     if model is not None and options:
         raise ValueError(f"pass either model= or the model options {sorted(options)}, not both")
     config = replace(RECIPE.train, **changes)
     model = build(data, seed, **options) if model is None else model
-    loader = data.loader(data.train, config.batch_size, shuffle=True, seed=seed)
-    history = train(model, loader, epochs=config.epochs, lr=config.lr, lr_decay=config.lr_decay,
-                    clip=config.clip, teacher_forcing=config.teacher_forcing, coin=config.coin,
-                    feed=config.feed, warmup_steps=config.warmup_steps, lr_schedule=config.lr_schedule,
-                    device=device, progress=False, seed=seed)
-    return model, history
+    return model, chapters.fit(model, data, config, seed=seed, validate=False, device=device)
 
 
 def token_accuracy(accuracy: Sequence[float], count: Sequence[int]) -> float:
@@ -162,36 +157,6 @@ def study_run(seed: int, variant: str, device: torch.device | str | None = "cpu"
             "cpu_seconds": time.process_time() - start}
 
 
-def _study_run_one_thread(seed: int, variant: str) -> dict[str, Any]:
-    torch.set_num_threads(1)
-    return study_run(seed, variant)
-
-
-def seed_study(seeds: Sequence[int], *, workers: int = 1,
-               on_run: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Every variant of `STUDY` trained on CPU with each seed, `workers` runs at a time (one thread each):
-    per run the test BLEU, forced and free-running accuracy and their gap, the attention entropy, the last
-    epoch's training loss, the `early_steps` figures and the first epoch's largest gradient norm.
-    on_run(results so far), after every run in seed order: e.g. to save a long study as it goes."""
-    jobs = [(seed, name) for seed in seeds for name in STUDY]
-    runs: list[dict[str, Any]] = []
-    with ProcessPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
-        done = pool.map(_study_run_one_thread, *zip(*jobs, strict=True)) if pool else (
-            study_run(seed, name) for seed, name in jobs)
-        for record in done:
-            runs.append(record)
-            if on_run is not None:
-                on_run(_study_results(seeds, runs))
-    return _study_results(seeds, runs)
-
-
-def _study_results(seeds: Sequence[int], runs: list[dict[str, Any]]) -> dict[str, Any]:
-    study = {name: {field: str(value) for field, value in changes.items()} for name, changes in STUDY.items()}
-    config = {"task": asdict(TASK), "recipe": asdict(RECIPE), "study": study, "baselines": BASELINES}
-    return {"config": json.loads(json.dumps(config)), "seeds": list(seeds), "torch": torch.__version__,
-            "runs": list(runs)}
-
-
 def paired(runs: Sequence[dict[str, Any]], variant: str, metric: str) -> dict[int, float]:
     """{seed: metric of `variant` minus metric of its baseline (BASELINES) with the same seed}, over the
     seeds that have both runs."""
@@ -213,24 +178,3 @@ def sign_test(differences: Sequence[float]) -> float:
     extreme = min(above, n - above)
     tail = sum(math.comb(n, k) for k in range(extreme + 1)) / 2**n
     return min(1.0, 2 * tail)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(12)))
-    parser.add_argument("--workers", type=int, default=2, help="runs at a time, one CPU thread each")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-
-    def save(results: dict[str, Any]) -> None:
-        results["wall_seconds"] = time.perf_counter() - start
-        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-
-    save(seed_study(args.seeds, workers=args.workers, on_run=save))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

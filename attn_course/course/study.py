@@ -1,48 +1,37 @@
 """The multi-seed study of chapter 5: Luong et al. 2015's Tables 4 and 6 in miniature, and a reversal task.
 
-    python -m attn_course.course.study --out attn_course/course/results/luong_variants.json            # the committed results
-    python -m attn_course.course.study --out attn_course/course/results/luong_by_length.json --by-length   # BLEU by source length
-    python -m attn_course.course.study --out /tmp/smoke.json --quick                # a seconds-long smoke run
+Its configurations, what one run trains and measures (`run_one`), and the readers chapter 5 uses on the
+results (`load_results`, `per_seed`, `results_table`). `python -m attn_course_tools.studies luong` runs it
+over seeds and writes attn_course/course/results/luong_variants.json (and, `--by-length`,
+luong_by_length.json).
 
 Every variant is trained with the same data, sizes, optimiser and number of updates, for several seeds, and
-scored on held-out sentences (`attn_course.measure.evaluation.evaluate`): test perplexity (teacher forcing), corpus
-BLEU of greedy translations, and, for models with attention, the alignment error rate of their
+scored on held-out sentences (`attn_course.measure.evaluation.evaluate`): test perplexity (teacher forcing),
+corpus BLEU of greedy translations, and, for models with attention, the alignment error rate of their
 teacher-forced ("forced decoding") attention against the gold links, under both credit conventions of
-`attn_course.measure.metrics.attention_to_links`. The reversal study trains global, local-m and local-p attention on
-`attn_course.data.tasks.reverse_task`, whose gold alignment is the anti-diagonal, and measures how far the local
-window centres p_t are from it. A task configured with source-length bins also scores each run's BLEU per
-bin (`BY_LENGTH`: do dot, general and concat lose BLEU on long sentences at the same rate?). Runs are
-distributed over worker processes, each on one CPU thread (small recurrent models run fastest
-single-threaded, and two single-threaded workers use two cores without oversubscribing them).
+`attn_course.measure.metrics.attention_to_links`. The reversal study trains global, local-m and local-p
+attention on `attn_course.data.tasks.reverse_task`, whose gold alignment is the anti-diagonal, and measures
+how far the local window centres p_t are from it. A task configured with source-length bins also scores
+each run's BLEU per bin (`BY_LENGTH`: do dot, general and concat lose BLEU on long sentences at the same
+rate?).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import statistics
-import sys
-import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field, replace
-from multiprocessing import get_context
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-import torch
-from tqdm.auto import tqdm
 
 from attn_course.course.chapters import TASKS, VARIANTS, DataConfig, Recipe, task_data, train_variant
 from attn_course.measure.evaluation import centre_statistics, evaluate, translations, window_centres
 from attn_course.measure.metrics import bleu_by_length
 from attn_course.models.decoders import LuongDecoder
 from attn_course.training.loop import TrainConfig
-from attn_course.validation import check_positive_int
 
-#: The layout of the JSON results `run_study` returns and `main` writes.
+#: The layout of the JSON results `python -m attn_course_tools.studies luong` writes.
 RESULTS_FORMAT = "attn_course.study/1"
 
 
@@ -87,8 +76,9 @@ BY_LENGTH = StudyConfig(
     reversal=replace(FULL.reversal, variants=()),
     seeds=(0, 1, 2, 3, 4),
 )
-"""The configuration behind attn_course/course/results/luong_by_length.json: FULL's translation task, global attention with the
-three content scores, five seeds, test BLEU in four source-length bins of seven lengths each."""
+"""The configuration behind attn_course/course/results/luong_by_length.json: FULL's translation task, global
+attention with the three content scores, five seeds, test BLEU in four source-length bins of seven lengths
+each."""
 
 _QUICK_RECIPE = Recipe(embed_size=8, decoder_hiddens=8, window=2, train=TrainConfig(epochs=1, batch_size=16))
 QUICK = StudyConfig(
@@ -133,14 +123,6 @@ def _bleu_by_length(model, data, bins: Sequence[int]) -> dict[str, float | None]
     return dict(zip(length_keys(bins), (score.bleu for score in scores), strict=True))
 
 
-def _one_thread() -> None:
-    torch.set_num_threads(1)
-
-
-def _job(args: tuple[TaskConfig, str, int]) -> tuple[str, dict[str, Any]]:
-    return args[0].data.task, run_one(*args)
-
-
 def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float] | None]:
     """Mean and sample standard deviation (n - 1; 0 for one run) of every score over the seeds' runs.
 
@@ -155,65 +137,6 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, float] | No
         summary[key] = {"mean": statistics.fmean(values),
                         "std": statistics.stdev(values) if len(values) > 1 else 0.0}
     return summary
-
-
-def _finished_jobs(jobs: list[tuple[TaskConfig, str, int]], workers: int
-                   ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(task, record) of every job as it finishes: here with one thread, or over `workers` processes."""
-    if workers == 1:
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            for job in jobs:
-                yield _job(job)
-        finally:
-            torch.set_num_threads(threads)
-        return
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_one_thread) as pool:
-        for future in as_completed([pool.submit(_job, job) for job in jobs]):
-            yield future.result()
-
-
-def _task_results(config: TaskConfig, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Per variant of the task, in the config's order: its runs in seed order and their summary."""
-    variants = []
-    for variant in config.variants:
-        runs = sorted((r for r in records if r["variant"] == variant), key=lambda r: r["seed"])
-        kind, options = VARIANTS[variant]
-        variants.append({"name": variant, "kind": kind, "options": options,
-                         "runs": [{k: v for k, v in r.items() if k != "variant"} for r in runs],
-                         "summary": summarise(runs)})
-    return {"variants": variants}
-
-
-def run_study(config: StudyConfig, *, workers: int = 2, progress: bool = True) -> dict[str, Any]:
-    """Run every (task, variant, seed) of `config` over `workers` single-threaded processes.
-
-    Returns the JSON-ready results: config, environment, runtime, and per task the per-seed runs and
-    their mean ± std per variant.
-    """
-    check_positive_int("workers", workers)
-    jobs = [(getattr(config, task), variant, seed)
-            for task in TASKS
-            for variant in getattr(config, task).variants
-            for seed in config.seeds]
-    start = time.perf_counter()
-    records: dict[str, list[dict[str, Any]]] = {task: [] for task in TASKS}
-    with tqdm(total=len(jobs), desc="runs", unit="run", disable=not progress, leave=False) as bar:
-        for task, record in _finished_jobs(jobs, workers):
-            records[task].append(record)
-            bar.update(1)
-    results: dict[str, Any] = {
-        "format": RESULTS_FORMAT,
-        "config": asdict(config),
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "platform": platform.platform(), "cpu_count": os.cpu_count(), "workers": workers,
-                        "threads_per_worker": 1, "device": "cpu"},
-        "runtime_seconds": time.perf_counter() - start,
-    }
-    for task in TASKS:
-        results[task] = _task_results(getattr(config, task), records[task])
-    return results
 
 
 def load_results(path: str | Path, expected_format: str = RESULTS_FORMAT) -> dict[str, Any]:
@@ -255,32 +178,3 @@ def results_table(results: dict[str, Any], task: str, columns: Sequence[str]) ->
             row[column] = "—" if stats is None else f"{stats['mean']:.2f} ± {stats['std']:.2f}"
         rows.append(row)
     return rows
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attn_course.course.study", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="where to write the JSON results")
-    sizes = parser.add_mutually_exclusive_group()
-    sizes.add_argument("--quick", action="store_true", help="tiny sizes, 1 epoch, 2 variants: a smoke run")
-    sizes.add_argument("--by-length", action="store_true",
-                       help="dot, general and concat, 5 seeds, BLEU by source length (BY_LENGTH)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes, one CPU thread each")
-    parser.add_argument("--seeds", type=int, nargs="+",
-                        help="model seeds (default: 0 1 2; quick: 0 1; by length: 0 to 4)")
-    args = parser.parse_args(argv)
-    config = QUICK if args.quick else BY_LENGTH if args.by_length else FULL
-    if args.seeds:
-        config = replace(config, seeds=tuple(args.seeds))
-    results = run_study(config, workers=args.workers, progress=sys.stderr.isatty())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    columns = ("perplexity", "bleu", "aer_output", "aer_input", *length_keys(config.translation.length_bins))
-    print(f"{'variant':<28}" + "".join(f"{c:>18}" for c in columns))
-    for row in results_table(results, "translation", columns):
-        print(f"{row['variant']:<28}" + "".join(f"{row[c]:>18}" for c in columns))
-    print(f"{len(config.seeds)} seeds, {results['runtime_seconds']:.0f} s, written to {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

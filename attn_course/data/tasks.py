@@ -1,10 +1,10 @@
 """Chapter 0, data: translation pairs with gold word alignments, vocabularies, padded batches, splits.
 
 Nothing is downloaded. The course's main corpus comes from a small English→French grammar
-(:func:`toy_translation`, built in :mod:`attn_course.data.toy_french`) that knows which source words each target
-word translates, so later chapters can score attention maps against gold alignments. Algorithmic tasks (copy,
-reverse, sort, dates) use the same :class:`Example` type, and :func:`load_fra_eng` reads the real Tatoeba
-English–French file (fra.txt) that d2l uses, if you have it.
+(:func:`toy_translation`, built in :mod:`attn_course.data.toy_french`) that knows which source words each
+target word translates, so later chapters can score attention maps against gold alignments. Algorithmic tasks
+(copy, reverse, sort, dates) use the same :class:`Example` type, and :func:`load_fra_eng` reads the real
+Tatoeba English–French file (fra.txt) that d2l uses, if you have it.
 
 Tensors follow the d2l vocabulary: a :class:`Batch` holds source ids (with <eos>) and their ``valid_lens``,
 decoder inputs (<bos> + target) and labels (target + <eos>) and their ``valid_lens``, all right-padded with
@@ -33,12 +33,6 @@ from attn_course.validation import check_int, check_positive_int
 
 Link = tuple[int, int]
 """A word alignment link (src_index, tgt_index), 0-based into an Example's src and tgt tokens."""
-FRA_ENG_SOURCES = (
-    "https://www.manythings.org/anki/fra-eng.zip (Tatoeba sentence pairs; fra.txt inside)",
-    "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip (the copy d2l's MTFraEng downloads)",
-)
-
-
 # --------------------------------------------------------------------------------------------- examples
 @dataclass(frozen=True)
 class Example:
@@ -107,8 +101,8 @@ def toy_translation(num_pairs: int, *, min_len: int = 3, max_len: int = 50, seed
 
     Source lengths (tokens, "." included) are drawn uniformly from [min_len, max_len], so with the defaults
     about 40% of the sentences are longer than 30 tokens. Same seed, same corpus; nothing global is touched.
-    The grammar, its agreement rules and its alignment conventions are described in attn_course.data.toy_french;
-    its lexicon (NOUNS, ADJECTIVES, VERBS, …) is machine-readable there.
+    The grammar, its agreement rules and its alignment conventions are described in
+    attn_course.data.toy_french; its lexicon (NOUNS, ADJECTIVES, VERBS, …) is machine-readable there.
     """
     _check_count(num_pairs)
     _check_lengths(min_len, max_len, toy_french.SHORTEST_SENTENCE)
@@ -242,42 +236,6 @@ def preprocess_fra_eng(text: str) -> str:
     text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
     out = [" " + ch if i > 0 and ch in ",.!?" and text[i - 1] != " " else ch for i, ch in enumerate(text)]
     return "".join(out)
-
-
-def load_fra_eng(path: str | Path | None = None, *, num_pairs: int | None = None) -> list[Example]:
-    """Read the tab-separated Tatoeba English–French file (fra.txt) into tokenised Examples without links.
-
-    path: the file, or a folder holding fra.txt; default: the 76,037 pairs that ship with the course
-    (`attn_course.data.tatoeba.sample_path`). Nothing is downloaded: a missing file raises FileNotFoundError
-    saying where to get the full one.
-    num_pairs: read only the first num_pairs pairs (None: all).
-
-    Read by `attn_course.data.tatoeba.read_pairs` (which also takes the .zip as downloaded, or a .txt.xz). It
-    accepts the 2-column file (English, French) and the current 3-column one (English, French, attribution);
-    d2l's reader keeps only lines with exactly 2 columns, so it silently drops every line of the 3-column
-    file. Text gets d2l's preprocessing (:func:`preprocess_fra_eng`) and is split on whitespace. A UTF-8 BOM
-    is ignored, and so are blank lines. Any other line without 2 or 3 columns, or with an empty English or
-    French side, is an error: ValueError naming the file and line number (a malformed line means the file is
-    not fra.txt or was damaged, so nothing is skipped silently).
-    """
-    from attn_course.data.tatoeba import (  # here, not at the top: tatoeba imports this module
-        read_pairs,
-        sample_path,
-    )
-
-    if num_pairs is not None:
-        _check_count(num_pairs)
-    path = sample_path() if path is None else Path(path)
-    if path.is_dir():
-        path = path / "fra.txt"
-    if not path.is_file():
-        sources = "\n  ".join(FRA_ENG_SOURCES)
-        raise FileNotFoundError(
-            f"{path} does not exist. Nothing is downloaded at run time; to use the real English–French data, "
-            f"download fra-eng.zip from\n  {sources}\nand pass the path of the .zip or of its fra.txt to "
-            f"load_fra_eng (attn_course.data.tatoeba.fetch downloads it where a network is reachable)."
-        )
-    return read_pairs(path, num_pairs=num_pairs, tokenizer=lambda text: preprocess_fra_eng(text).split())
 
 
 # --------------------------------------------------------------------------------------------- vocabulary
@@ -578,3 +536,26 @@ def load_corpus(path: str | Path) -> list[Example]:
             except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
                 raise ValueError(f"{path}, line {number}: not a saved Example ({err})") from err
     return out
+
+
+# ------------------------------------------------------------------------------------------ task data
+@dataclass(frozen=True)
+class TaskData:
+    """A task's train/validation/test examples and the vocabularies built on the training split."""
+
+    train: list[Example]
+    val: list[Example]
+    test: list[Example]
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+
+    @property
+    def max_src_positions(self) -> int:
+        """The most source positions (<eos> included) of any sentence in any split."""
+        return 1 + max(len(e.src) for part in (self.train, self.val, self.test) for e in part)
+
+    def loader(self, examples: Sequence[Example], batch_size: int, *, shuffle: bool = False,
+               seed: int = 0) -> DataLoader:
+        """A length-bucketed DataLoader of `Batch` over `examples`."""
+        dataset = TranslationDataset(examples, self.src_vocab, self.tgt_vocab)
+        return bucketed_loader(dataset, batch_size, shuffle=shuffle, seed=seed)

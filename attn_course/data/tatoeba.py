@@ -37,8 +37,13 @@ from typing import BinaryIO
 
 from tqdm.auto import tqdm
 
-from attn_course.data.tasks import Example
+from attn_course.data.tasks import Example, preprocess_fra_eng
 from attn_course.validation import check_int, check_number
+
+FRA_ENG_SOURCES = (
+    "https://www.manythings.org/anki/fra-eng.zip (Tatoeba sentence pairs; fra.txt inside)",
+    "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip (the copy d2l's MTFraEng downloads)",
+)
 
 #: Lines of the shipped sample, corpora/fra-eng.txt.xz (English<TAB>French).
 SAMPLE_PAIRS = 76037
@@ -195,8 +200,8 @@ def _pair_member(archive: zipfile.ZipFile, path: Path) -> zipfile.ZipInfo:
 
 # ------------------------------------------------------------------------------------------------ sample
 def sample_path() -> Path:
-    """The shipped English-French sample, ``attn_course/data/corpora/fra-eng.txt.xz``, found by importlib.resources
-    (so it is the installed package's own copy, wherever pip put it)."""
+    """The shipped English-French sample, ``attn_course/data/corpora/fra-eng.txt.xz``, found by
+    importlib.resources (so it is the installed package's own copy, wherever pip put it)."""
     ref = resources.files("attn_course.data.corpora") / SAMPLE_FILE
     if not isinstance(ref, Path):
         raise FileNotFoundError(f"the sample {ref} is inside an archive, not a file on disk; load_sample() "
@@ -209,6 +214,36 @@ def load_sample(num_pairs: int | None = None) -> list[Example]:
     by `read_pairs` with `tokenize`; ordered from the shortest English sentence to the longest."""
     with resources.as_file(resources.files("attn_course.data.corpora") / SAMPLE_FILE) as path:
         return read_pairs(path, num_pairs=num_pairs)
+
+
+def load_fra_eng(path: str | Path | None = None, *, num_pairs: int | None = None) -> list[Example]:
+    """Read the tab-separated Tatoeba English–French file (fra.txt) into tokenised Examples without links.
+
+    path: the file (.txt, .txt.xz or the .zip as downloaded), or a folder holding fra.txt; default: the
+    76,037 pairs that ship with the course (`sample_path`). Nothing is downloaded: a missing file raises
+    FileNotFoundError saying where to get the full one.
+    num_pairs: read only the first num_pairs pairs (None: all).
+
+    Read by `read_pairs`. It accepts the 2-column file (English, French) and the current 3-column one
+    (English, French, attribution); d2l's reader keeps only lines with exactly 2 columns, so it silently drops
+    every line of the 3-column file. Text gets d2l's preprocessing (:func:`preprocess_fra_eng`) and is split
+    on whitespace. A UTF-8 BOM is ignored, and so are blank lines. Any other line without 2 or 3 columns, or
+    with an empty English or French side, is an error: ValueError naming the file and line number (a malformed
+    line means the file is not fra.txt or was damaged, so nothing is skipped silently).
+    """
+    if num_pairs is not None:
+        check_int("num_pairs", num_pairs, low=0)
+    path = sample_path() if path is None else Path(path)
+    if path.is_dir():
+        path = path / "fra.txt"
+    if not path.is_file():
+        sources = "\n  ".join(FRA_ENG_SOURCES)
+        raise FileNotFoundError(
+            f"{path} does not exist. Nothing is downloaded at run time; to use the real English–French data, "
+            f"download fra-eng.zip from\n  {sources}\nand pass the path of the .zip or of its fra.txt to "
+            f"load_fra_eng (`fetch` downloads it where a network is reachable)."
+        )
+    return read_pairs(path, num_pairs=num_pairs, tokenizer=lambda text: preprocess_fra_eng(text).split())
 
 
 # ------------------------------------------------------------------------------------------------ fetch
@@ -330,10 +365,10 @@ def reference_sets(examples: Sequence[Example], *, corpus: Sequence[Example] | N
     """For each example, every distinct target whose source is the same, in corpus order: looked up in
     `corpus` (default: `examples` themselves), the example's own target always among them.
 
-    These are the references `attn_course.measure.metrics.multi_reference_bleu` takes: Tatoeba often has several
-    translations of one sentence ("be nice ." -> "sois gentil !", "soyez gentille !"). `chapters.pairs_data`
-    keeps all translations of a source in one split, so ``reference_sets(data.test)`` sees all of them that
-    were drawn; ``corpus=`` the whole file finds those that were not.
+    These are the references `attn_course.measure.metrics.multi_reference_bleu` takes: Tatoeba often has
+    several translations of one sentence ("be nice ." -> "sois gentil !", "soyez gentille !").
+    `chapters.pairs_data` keeps all translations of a source in one split, so ``reference_sets(data.test)``
+    sees all of them that were drawn; ``corpus=`` the whole file finds those that were not.
     """
     by_source: dict[tuple[str, ...], list[list[str]]] = collections.defaultdict(list)
     for example in (examples if corpus is None else corpus):

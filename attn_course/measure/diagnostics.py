@@ -191,10 +191,10 @@ def alignment_crossings(weights: Tensor, src_len: int, tgt_len: int) -> int:
     rouge") gives 1; a reversed sentence of n words n (n - 1) / 2: the discordant pairs of Kendall's tau.
 
     weights: (num_steps, num_keys), num_steps > tgt_len and num_keys > src_len; as
-    `attn_course.measure.evaluation.forced_attention` returns it, (tgt_len + 1, src_len + 1): row t is the decoder
-    step that predicts target word t, column i is source word i, the last row and column are <eos>. They
-    and any padding beyond them are left out: a_t is the argmax of row t < tgt_len over the columns
-    i < src_len (`attn_course.measure.metrics.attention_to_links`). Returns a Python int.
+    `attn_course.measure.evaluation.forced_attention` returns it, (tgt_len + 1, src_len + 1): row t is the
+    decoder step that predicts target word t, column i is source word i, the last row and column are <eos>.
+    They and any padding beyond them are left out: a_t is the argmax of row t < tgt_len over the columns i <
+    src_len (`attn_course.measure.metrics.attention_to_links`). Returns a Python int.
     """
     check_shape("weights", weights, {"num_steps": None, "num_keys": None})
     check_int("tgt_len", tgt_len, low=0, high=weights.shape[0] - 1, high_name="num_steps - 1")

@@ -7,7 +7,8 @@ attention under forced decoding, and where local attention centres its window.
     attention = forced_attention(model, data.test, data)
     aer, accuracy = alignment_scores(attention, data.test, convention="output")
 
-Translations come from `attn_course.models.decoding.translate`; the alignment metrics from `attn_course.measure.metrics`.
+Translations come from `attn_course.models.decoding.translate`; the alignment metrics from
+`attn_course.measure.metrics`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from typing import Any
 
 import torch
 
-from attn_course.attention import fast
-from attn_course.course.chapters import TaskData
-from attn_course.data.tasks import Example, make_batch
+from attn_course.data.tasks import Example, TaskData, make_batch
 from attn_course.measure.metrics import (
     CONVENTIONS,
     attention_to_links,
@@ -67,10 +66,12 @@ def forced_attention(model: Seq2Seq, examples: Sequence[Example], data: TaskData
         raise ValueError(f"a {type(model.decoder).__name__} has no attention to align with")
     device = next(model.parameters()).device
     results: list[torch.Tensor | None] = [None] * len(examples)
-    with eval_mode(model), fast.enabled(model):  # no gradients here: the faster score form applies
+    # No gradients here: an RNN model's attention scores take their faster form (attn_course.attention.fast)
+    options = {"fast_scores": True} if isinstance(model, Seq2Seq) else {}
+    with eval_mode(model):
         for chunk, part in _batches(examples, batch_size):
             batch = make_batch(part, data.src_vocab, data.tgt_vocab).to(device)
-            _, attention = model(batch.src, batch.src_valid_lens, batch.tgt_in)
+            _, attention = model(batch.src, batch.src_valid_lens, batch.tgt_in, **options)
             for k, (i, example) in enumerate(zip(chunk, part, strict=True)):
                 results[i] = attention[k, : len(example.tgt) + 1, : len(example.src) + 1].float().cpu()
     return results
@@ -157,7 +158,8 @@ def window_centres(model: Seq2Seq, examples: Sequence[Example], data: TaskData) 
     """
     decoder = model.decoder
     if not isinstance(decoder, LuongDecoder) or decoder.alignment == "global":
-        raise ValueError("window_centres needs a LuongDecoder with attention='local-m' or 'local-p'")
+        raise ValueError("window_centres needs a LuongDecoder with alignment='local-m' or 'local-p' "
+                         "(ModelConfig's attention=)")
     device = next(model.parameters()).device
     results: list[torch.Tensor | None] = [None] * len(examples)
     with eval_mode(model):

@@ -9,6 +9,10 @@ Every decoder offers
 with tgt_in (batch_size, T) long, logits (batch_size, T, vocab_size), attention (batch_size, T, S) — row t
 is the attention of the step fed y_{t-1} that predicts y_t — or None for the PlainDecoder. The encoder's
 annotations are projected once per batch (`attention.prepare` in `init_state`); each step only attends.
+Each decoder writes its equations once, in `_step`. `Decoder.forward` runs `step` at every target step; a
+decoder's own forward runs the same pieces over all steps at once where they need not wait for each other
+(the plain decoder, Bahdanau's output layer, Luong's without input feeding). `fast_scores=True` (decoding,
+evaluation) prepares the memory for the additive scores of `attn_course.attention.fast`.
 """
 
 from __future__ import annotations
@@ -53,8 +57,8 @@ class DecoderState(NamedTuple):
     def index_select(self, index: Tensor) -> DecoderState:
         """Keep, repeat or reorder the sentences ``index`` (n,) long: for beams and finished sentences.
 
-        Each memory field is copied, keys that are also the values too (`attn_course.attention.fast.index_select`
-        copies a shared tensor once).
+        Each memory field is copied, keys that are also the values too
+        (`attn_course.attention.fast.index_select` copies a shared tensor once).
         """
         hidden = (tuple(h.index_select(1, index) for h in self.hidden) if isinstance(self.hidden, tuple)
                   else self.hidden.index_select(1, index))
@@ -114,35 +118,49 @@ class Decoder(nn.Module, ABC):
         check_shape("enc.valid_lens", valid_lens, {"batch_size": batch_size})
 
     @abstractmethod
-    def init_state(self, enc: EncoderOutput) -> DecoderState:
-        """The state before the first step, from the encoder's output (checked against this decoder)."""
+    def init_state(self, enc: EncoderOutput, *, fast_scores: bool = False) -> DecoderState:
+        """The state before the first step, from the encoder's output (checked against this decoder).
 
-    @abstractmethod
+        fast_scores: the attention memory scores with `attn_course.attention.fast` (decoding, evaluation).
+        """
+
     def step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor | None]:
         """One step: y_prev (batch_size,) long -> logits (batch_size, vocab_size), next state,
         attention weights (batch_size, S) or None."""
+        check_tokens("y_prev", y_prev, state.src_valid_lens.shape[0], ndim=1)
+        return self._step(y_prev, state)
 
-    def _check_y(self, name: str, y: Tensor, batch_size: int, dim: int) -> None:
-        check_tokens(name, y, batch_size, ndim=dim)
+    @abstractmethod
+    def _step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor | None]:
+        """`step` on a checked y_prev: the decoder's equations, written once."""
 
     def _embed(self, tokens: Tensor) -> Tensor:
         return self.dropout(self.embedding(tokens))
 
-    def forward(self, tgt_in: Tensor, enc: EncoderOutput) -> tuple[Tensor, Tensor | None]:
+    def forward(self, tgt_in: Tensor, enc: EncoderOutput, *,
+                fast_scores: bool = False) -> tuple[Tensor, Tensor | None]:
         """Teacher forcing: feed tgt_in[:, t] at step t and collect every step's logits and attention.
 
-        tgt_in: (batch_size, T) long (<bos> y_1 ... y_{T-1}); enc: EncoderOutput of the source batch.
+        tgt_in: (batch_size, T) long (<bos> y_1 ... y_{T-1}); enc: EncoderOutput of the source batch;
+        fast_scores: as in `init_state`.
         Returns: logits (batch_size, T, vocab_size), attention (batch_size, T, S) or None.
+        Here one `step` after another; a decoder whose steps need not all wait for the one before overrides
+        it with the same pieces run over all steps at once (the same numbers).
         """
-        state = self.init_state(enc)
-        self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
+        state = self._teacher_forcing_state(tgt_in, enc, fast_scores)
         logits, weights = [], []
         for t in range(tgt_in.shape[1]):
-            step_logits, state, step_weights = self.step(tgt_in[:, t], state)
+            step_logits, state, step_weights = self._step(tgt_in[:, t], state)
             logits.append(step_logits)
             weights.append(step_weights)
         attention = torch.stack(weights, 1) if self.has_attention else None
         return torch.stack(logits, 1), attention
+
+    def _teacher_forcing_state(self, tgt_in: Tensor, enc: EncoderOutput, fast_scores: bool) -> DecoderState:
+        """The state before the first step, after checking enc and then tgt_in (batch_size, T) long."""
+        state = self.init_state(enc, fast_scores=fast_scores)
+        check_tokens("tgt_in", tgt_in, enc.outputs.shape[0], ndim=2)
+        return state
 
 
 class PlainDecoder(Decoder):
@@ -163,28 +181,37 @@ class PlainDecoder(Decoder):
                          rnn_input_size=embed_size + num_hiddens, cell=cell, dropout=dropout, pad=pad)
         self.output = nn.Linear(2 * num_hiddens + embed_size, vocab_size)
 
-    def init_state(self, enc: EncoderOutput) -> DecoderState:
-        """The initial state: s_0, and the fixed context c = top layer of enc.state (batch_size, H)."""
+    def init_state(self, enc: EncoderOutput, *, fast_scores: bool = False) -> DecoderState:
+        """The initial state: s_0, and the fixed context c = top layer of enc.state (batch_size, H).
+
+        fast_scores: accepted like every decoder's; there are no attention scores to compute faster.
+        """
         self._check_enc(enc)
         return DecoderState(enc.state, None, top_layer(enc.state), 0, enc.valid_lens)
 
-    def step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, None]:
+    def _step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, None]:
         """One step. y_prev: (batch_size,) long. Returns logits (batch_size, vocab_size), state, None."""
-        self._check_y("y_prev", y_prev, state.src_valid_lens.shape[0], dim=1)
-        embedded = self._embed(y_prev)[:, None]                        # (B, 1, E)
-        context = state.feed[:, None]                                  # (B, 1, H)
-        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), state.hidden)
-        logits = self.output(self.dropout(torch.cat([outputs, context, embedded], -1)))
+        logits, hidden = self._decode(self._embed(y_prev)[:, None], state)
         return logits[:, 0], state._replace(hidden=hidden, step=state.step + 1), None
 
-    def forward(self, tgt_in: Tensor, enc: EncoderOutput) -> tuple[Tensor, None]:
-        """Teacher forcing in one RNN call. tgt_in: (batch_size, T) long. Returns logits (B, T, V), None."""
-        state = self.init_state(enc)
-        self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
-        embedded = self._embed(tgt_in)                                 # (B, T, E)
-        context = state.feed[:, None].expand(-1, tgt_in.shape[1], -1)  # (B, T, H)
-        outputs, _ = self.rnn(torch.cat([embedded, context], -1), state.hidden)
-        return self.output(self.dropout(torch.cat([outputs, context, embedded], -1))), None
+    def forward(self, tgt_in: Tensor, enc: EncoderOutput, *,
+                fast_scores: bool = False) -> tuple[Tensor, None]:
+        """Teacher forcing in one RNN call: c does not change, so no step waits for another's output.
+
+        tgt_in: (batch_size, T) long. Returns logits (batch_size, T, vocab_size), None.
+        """
+        state = self._teacher_forcing_state(tgt_in, enc, fast_scores)
+        return self._decode(self._embed(tgt_in), state)[0], None
+
+    def _decode(self, embedded: Tensor, state: DecoderState) -> tuple[Tensor, RNNState]:
+        """s_t = RNN([e(y_{t-1}); c], s_{t-1}) and logits_t = W_o [s_t; c; e(y_{t-1})] for T steps.
+
+        embedded: e(y_{t-1}) (batch_size, T, embed_size). Returns logits (batch_size, T, vocab_size) and the
+        hidden state after the last step.
+        """
+        context = state.feed[:, None].expand(-1, embedded.shape[1], -1)    # c at every step: (B, T, H)
+        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), state.hidden)
+        return self.output(self.dropout(torch.cat([outputs, context, embedded], -1))), hidden
 
 
 class BahdanauDecoder(Decoder):
@@ -215,43 +242,53 @@ class BahdanauDecoder(Decoder):
         self.attention.temperature = _temperature(attention_temperature)
         self.output = nn.Linear(num_hiddens + enc_size + embed_size, vocab_size)
 
-    def init_state(self, enc: EncoderOutput) -> DecoderState:
+    def init_state(self, enc: EncoderOutput, *, fast_scores: bool = False) -> DecoderState:
         """s_0 from the encoder's bridge, and the memory of annotations with U_a h_j projected once."""
         self._check_enc(enc)
-        memory = self.attention.prepare(enc.outputs, enc.outputs, enc.valid_lens)
+        memory = self.attention.prepare(enc.outputs, enc.outputs, enc.valid_lens, fast_scores=fast_scores)
         return DecoderState(enc.state, memory, None, 0, enc.valid_lens)
 
-    def step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor]:
+    def _step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor]:
         """One step. y_prev: (batch_size,) long.
 
         Returns logits (batch_size, vocab_size), the next state, weights alpha_t (batch_size, S).
         """
-        self._check_y("y_prev", y_prev, state.src_valid_lens.shape[0], dim=1)
         embedded = self._embed(y_prev)[:, None]                              # (B, 1, E)
-        query = top_layer(state.hidden)[:, None]                             # s_{t-1}: (B, 1, H)
-        context, weights = self.attention.attend(query, state.memory)        # (B, 1, enc), (B, 1, S)
-        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), state.hidden)
-        logits = self.output(self.dropout(torch.cat([outputs, context, embedded], -1)))
+        outputs, hidden, context, weights = self._recur(embedded, state.hidden, state.memory)
+        logits = self._output(outputs, context, embedded)
         return logits[:, 0], state._replace(hidden=hidden, step=state.step + 1), weights[:, 0]
 
-    def forward(self, tgt_in: Tensor, enc: EncoderOutput) -> tuple[Tensor, Tensor]:
+    def forward(self, tgt_in: Tensor, enc: EncoderOutput, *,
+                fast_scores: bool = False) -> tuple[Tensor, Tensor]:
         """Teacher forcing. tgt_in: (batch_size, T) long. Returns logits (B, T, V), attention (B, T, S).
 
-        The state recursion s_{t-1} -> c_t -> s_t is a loop over steps; embedding and output layer run
-        once over all steps (the same numbers as calling `step` T times).
+        The recursion s_{t-1} -> c_t -> s_t runs step by step; embedding and output layer once over all steps
+        (the same numbers as `step` T times).
         """
-        state = self.init_state(enc)
-        self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
+        state = self._teacher_forcing_state(tgt_in, enc, fast_scores)
         embedded = self._embed(tgt_in)                                       # (B, T, E)
         hidden, outputs, contexts, weights = state.hidden, [], [], []
         for t in range(tgt_in.shape[1]):
-            context, step_weights = self.attention.attend(top_layer(hidden)[:, None], state.memory)
-            output, hidden = self.rnn(torch.cat([embedded[:, t : t + 1], context], -1), hidden)
+            output, hidden, context, step_weights = self._recur(embedded[:, t : t + 1], hidden, state.memory)
             outputs.append(output)
             contexts.append(context)
             weights.append(step_weights)
-        features = torch.cat([torch.cat(outputs, 1), torch.cat(contexts, 1), embedded], -1)
-        return self.output(self.dropout(features)), torch.cat(weights, 1)
+        return self._output(torch.cat(outputs, 1), torch.cat(contexts, 1), embedded), torch.cat(weights, 1)
+
+    def _recur(self, embedded: Tensor, hidden: RNNState, memory: Memory
+               ) -> tuple[Tensor, RNNState, Tensor, Tensor]:
+        """c_t from s_{t-1}, then s_t = GRU([e(y_{t-1}); c_t], s_{t-1}) (eqs. 5-6 and sec. 3.1).
+
+        embedded: e(y_{t-1}) (batch_size, 1, embed_size); hidden: s_{t-1}. Returns the top layer of s_t
+        (batch_size, 1, num_hiddens), s_t, c_t (batch_size, 1, enc_size) and alpha_t (batch_size, 1, S).
+        """
+        context, weights = self.attention.attend(top_layer(hidden)[:, None], memory)
+        outputs, hidden = self.rnn(torch.cat([embedded, context], -1), hidden)
+        return outputs, hidden, context, weights
+
+    def _output(self, outputs: Tensor, contexts: Tensor, embedded: Tensor) -> Tensor:
+        """logits_t = W_o [s_t; c_t; e(y_{t-1})] (eq. 4) for any number of steps: (B, T, *) -> (B, T, V)."""
+        return self.output(self.dropout(torch.cat([outputs, contexts, embedded], -1)))
 
 
 class LuongDecoder(Decoder):
@@ -263,7 +300,7 @@ class LuongDecoder(Decoder):
         c_t = sum_s a_t(s) h̄_s
         h̃_t = tanh(W_c [c_t; h_t])                                                  (eq. 5)
         logits_t = W_s h̃_t                                                           (eq. 6)
-    attention="global" attends over the whole source. Local attention (sec. 3.2) attends within the window
+    alignment="global" attends over the whole source. Local attention (sec. 3.2) attends within the window
     [p_t - D, p_t + D] (D = ``window``), cut to the sentence's real positions (0-based):
       - "local-m": p_t = t, clamped to the last real position; a_t = softmax of the scores in the window;
       - "local-p": p_t = S_i · sigmoid(v_pᵀ tanh(W_p h_t)), S_i the sentence's valid source length (eq. 9);
@@ -271,18 +308,20 @@ class LuongDecoder(Decoder):
         within the window. As in the paper, the Gaussian-weighted a_t is not renormalised (it sums to <= 1).
     Without input feeding, teacher forcing runs the RNN over all target steps in one call and attends for
     all of them in one batched call; with it, h̃_{t-1} feeds step t, so steps run one at a time.
+    `self.attention` is the score's layer (`attn_course.attention.layers.LuongAttention`); `self.alignment`
+    names how it is applied ("global", "local-m" or "local-p").
     attention_temperature tau (optional, > 0) divides the scores before the softmax (local windows too).
     attention_dropout p (in [0, 1), default 0) drops the weights a_t before they form c_t, in training mode
     only (local windows too); the attention the decoder returns is a_t before dropout.
     """
 
     def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1, *,
-                 enc_size: int, score: str = "general", input_feeding: bool = True, attention: str = "global",
+                 enc_size: int, score: str = "general", input_feeding: bool = True, alignment: str = "global",
                  window: int = 10, attn_hiddens: int | None = None, max_len: int | None = None,
                  cell: str = "gru", dropout: float = 0.0, pad: int = 0,
                  attention_temperature: float | None = None, attention_dropout: float = 0.0):
-        if attention not in LUONG_ALIGNMENTS:
-            raise ValueError(f"attention={attention!r}, expected one of {LUONG_ALIGNMENTS}")
+        if alignment not in LUONG_ALIGNMENTS:
+            raise ValueError(f"alignment={alignment!r}, expected one of {LUONG_ALIGNMENTS}")
         check_positive_int("window", window)  # D, the half-width of the window [p_t - D, p_t + D]
         if score == "dot" and num_hiddens != enc_size:
             raise ValueError(f"score='dot' needs num_hiddens == enc_size, got num_hiddens={num_hiddens}, "
@@ -290,7 +329,7 @@ class LuongDecoder(Decoder):
         super().__init__(vocab_size, embed_size, num_hiddens, num_layers, enc_size=enc_size,
                          rnn_input_size=embed_size + (num_hiddens if input_feeding else 0), cell=cell,
                          dropout=dropout, pad=pad)
-        self.score, self.input_feeding, self.alignment, self.window = score, input_feeding, attention, window
+        self.score, self.input_feeding, self.alignment, self.window = score, input_feeding, alignment, window
         concat_hiddens = (attn_hiddens or num_hiddens) if score == "concat" else None
         self.attention = LuongAttention(score, num_hiddens, enc_size, num_hiddens=concat_hiddens,
                                         max_len=max_len if score == "location" else None,
@@ -298,14 +337,14 @@ class LuongDecoder(Decoder):
         self.attention.temperature = _temperature(attention_temperature)
         self.W_c = nn.Linear(enc_size + num_hiddens, num_hiddens, bias=False)
         self.W_s = nn.Linear(num_hiddens, vocab_size)
-        if attention == "local-p":
+        if alignment == "local-p":
             self.W_p = nn.Linear(num_hiddens, num_hiddens, bias=False)
             self.v_p = nn.Linear(num_hiddens, 1, bias=False)
 
-    def init_state(self, enc: EncoderOutput) -> DecoderState:
+    def init_state(self, enc: EncoderOutput, *, fast_scores: bool = False) -> DecoderState:
         """h_0 from the encoder's bridge, h̃_0 = 0 (with input feeding), and the prepared memory."""
         self._check_enc(enc)
-        memory = self.attention.prepare(enc.outputs, enc.outputs, enc.valid_lens)
+        memory = self.attention.prepare(enc.outputs, enc.outputs, enc.valid_lens, fast_scores=fast_scores)
         feed = enc.outputs.new_zeros(enc.outputs.shape[0], self.num_hiddens) if self.input_feeding else None
         return DecoderState(enc.state, memory, feed, 0, enc.valid_lens)
 
@@ -347,30 +386,30 @@ class LuongDecoder(Decoder):
         attentional = torch.tanh(self.W_c(torch.cat([context, outputs], -1)))
         return self.W_s(self.dropout(attentional)), attentional, weights
 
-    def step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor]:
+    def _step(self, y_prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState, Tensor]:
         """One step. y_prev: (batch_size,) long.
 
         Returns logits (batch_size, vocab_size), the next state (h_t; h̃_t if feeding), a_t (batch_size, S).
         """
-        self._check_y("y_prev", y_prev, state.src_valid_lens.shape[0], dim=1)
         inputs = self._embed(y_prev)[:, None]                                # (B, 1, E)
         if self.input_feeding:
             inputs = torch.cat([inputs, state.feed[:, None]], -1)
-        outputs, hidden = self.rnn(inputs, state.hidden)                # h_t: (B, 1, H)
+        outputs, hidden = self.rnn(inputs, state.hidden)                     # h_t: (B, 1, H)
         logits, attentional, weights = self._attentional(outputs, state.memory, state.step)
         feed = attentional[:, 0] if self.input_feeding else None
-        return logits[:, 0], DecoderState(hidden, state.memory, feed, state.step + 1, state.src_valid_lens), \
-            weights[:, 0]
+        next_state = DecoderState(hidden, state.memory, feed, state.step + 1, state.src_valid_lens)
+        return logits[:, 0], next_state, weights[:, 0]
 
-    def forward(self, tgt_in: Tensor, enc: EncoderOutput) -> tuple[Tensor, Tensor]:
+    def forward(self, tgt_in: Tensor, enc: EncoderOutput, *,
+                fast_scores: bool = False) -> tuple[Tensor, Tensor]:
         """Teacher forcing. tgt_in: (batch_size, T) long. Returns logits (B, T, V), attention (B, T, S).
 
-        Without input feeding: one RNN call over all T steps, one batched attention call, no loop.
+        With input feeding, step by step (h̃_{t-1} feeds step t). Without it no step waits for another: one
+        RNN call over all T steps and one batched attention call, the same numbers as `step` T times.
         """
         if self.input_feeding:
-            return super().forward(tgt_in, enc)
-        state = self.init_state(enc)
-        self._check_y("tgt_in", tgt_in, enc.outputs.shape[0], dim=2)
-        outputs, _ = self.rnn(self._embed(tgt_in), state.hidden)       # h_1..h_T: (B, T, H)
+            return super().forward(tgt_in, enc, fast_scores=fast_scores)
+        state = self._teacher_forcing_state(tgt_in, enc, fast_scores)
+        outputs, _ = self.rnn(self._embed(tgt_in), state.hidden)             # h_1..h_T: (B, T, H)
         logits, _, weights = self._attentional(outputs, state.memory, 0)
         return logits, weights

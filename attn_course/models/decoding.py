@@ -3,8 +3,9 @@
 Both work on a padded batch of sentences of different lengths and stop each sentence at its own <eos>:
 finished sentences leave the batch (their rows are dropped from the decoder state), so they cost no more
 work. Every result carries the attention of each step, trimmed to the sentence's real source length.
-The searches opt into `attn_course.attention.fast` (the same results, computed faster): its additive scores while
-they run, and its index_select, which copies the encoder's outputs once when rows leave or are reordered.
+The searches opt into `attn_course.attention.fast` (the same results, computed faster): its additive scores,
+asked for when they prepare the decoder's state (`initial_state`), and its index_select, which copies the
+encoder's outputs once when rows leave or are reordered.
 
     hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
     hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -96,6 +97,20 @@ def _model_device(model: Seq2Seq) -> torch.device:
     return next(model.parameters()).device
 
 
+def initial_state(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor) -> Any:
+    """The decoder's state before the first step, its attention scores in their faster form.
+
+    src: (batch_size, S) long; src_valid_lens: (batch_size,) long, both on the model's device.
+    A `Seq2Seq` prepares its attention memory with fast_scores=True (`attn_course.attention.fast`: the same
+    results, computed faster); another model with `encode` and a decoder's `init_state` (the Transformer,
+    whose scores have no faster form) is asked for its state as it is.
+    """
+    enc = model.encode(src, src_valid_lens)
+    if isinstance(model, Seq2Seq):
+        return model.decoder.init_state(enc, fast_scores=True)
+    return model.decoder.init_state(enc)
+
+
 @torch.no_grad()
 def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
                   max_len: int | None = None) -> list[Hypothesis]:
@@ -106,7 +121,7 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
     Returns one Hypothesis per sentence, in order. A sentence leaves the batch at its <eos> or its limit.
     """
     limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
-    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.attention.fast)
+    with eval_mode(model):
         return _greedy_search(model, src, src_valid_lens, bos, eos, limits)
 
 
@@ -117,7 +132,7 @@ def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
-    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = initial_state(model, src, src_valid_lens)
     has_attention = model.decoder.has_attention
     tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
     weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
@@ -181,7 +196,7 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     check_positive_int("beam_size", beam_size)
     if length_norm not in LENGTH_NORMS:
         raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
-    with eval_mode(model), fast.enabled(model):  # attention scores in their faster form (attn_course.attention.fast)
+    with eval_mode(model):
         return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size,
                             length_penalty_alpha, length_norm)
 
@@ -203,7 +218,7 @@ def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, 
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
     vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
-    state = model.decoder.init_state(model.encode(src, src_valid_lens))
+    state = initial_state(model, src, src_valid_lens)
     state = fast.index_select(state, torch.arange(batch_size, device=device).repeat_interleave(K))
     # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
     beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from attn_course.models.decoders import BahdanauDecoder, Decoder, LuongDecoder, PlainDecoder
+from attn_course.models.decoders import LUONG_ALIGNMENTS, BahdanauDecoder, Decoder, LuongDecoder, PlainDecoder
 from attn_course.models.encoders import Encoder, EncoderOutput
 
 DECODERS: dict[str, type[Decoder]] = {
@@ -26,6 +26,10 @@ DECODER_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """The `ModelConfig` fields that only some decoders read, by ``kind``."""
 
+DECODER_ARGUMENTS = {"attention": "alignment"}
+"""`ModelConfig` fields whose decoder argument has another name: ``attention`` (the name checkpoints and the
+stored results record) is `LuongDecoder`'s ``alignment``, since the decoder's ``attention`` is its layer."""
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -38,8 +42,9 @@ class ModelConfig:
     encoder). The decoder has decoder_hiddens units (None: encoder_hiddens); the encoder's bridge maps its
     final state to that size. The decoder options (None: the decoder's default) are attn_hiddens
     ("bahdanau", "luong" with the concat score), score_activation ("bahdanau": "tanh" or "relu" in the
-    additive score) and, for "luong", score, input_feeding, attention, window and max_len (see
-    `attn_course.models.decoders.LuongDecoder`); setting one that the kind does not read is an error.
+    additive score) and, for "luong", score, input_feeding, attention ("global", "local-m" or "local-p": the
+    decoder's ``alignment``), window and max_len (see `attn_course.models.decoders.LuongDecoder`); setting one
+    that the kind does not read is an error.
     attention_temperature ("bahdanau", "luong"; None: none) divides the attention scores by tau before the
     masked softmax, during training and decoding alike (chapter 9). attention_dropout ("bahdanau", "luong";
     None: 0) drops attention weights with that probability while training (chapter 10).
@@ -76,10 +81,12 @@ class ModelConfig:
                 readers = sorted(k for k, names in DECODER_OPTIONS.items() if name in names)
                 raise ValueError(f"{name}={value!r} is an option of {' and '.join(readers)} models, "
                                  f"got kind={self.kind!r}")
+        if self.attention is not None and self.attention not in LUONG_ALIGNMENTS:
+            raise ValueError(f"attention={self.attention!r}, expected one of {LUONG_ALIGNMENTS}")
 
     def decoder_options(self) -> dict[str, Any]:
         """The decoder options that are set, as keyword arguments of the decoder class."""
-        return {name: getattr(self, name) for name in DECODER_OPTIONS[self.kind]
+        return {DECODER_ARGUMENTS.get(name, name): getattr(self, name) for name in DECODER_OPTIONS[self.kind]
                 if getattr(self, name) is not None}
 
 
@@ -128,9 +135,14 @@ class Seq2Seq(nn.Module):
         """src (batch_size, S) long, src_valid_lens (batch_size,) long -> EncoderOutput."""
         return self.encoder(src, src_valid_lens)
 
-    def forward(self, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor | None]:
-        """Teacher forcing: logits (batch_size, T, tgt_vocab_size) and attention (batch_size, T, S) | None."""
-        return self.decoder(tgt_in, self.encoder(src, src_valid_lens))
+    def forward(self, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor, *,
+                fast_scores: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Teacher forcing: logits (batch_size, T, tgt_vocab_size) and attention (batch_size, T, S) | None.
+
+        fast_scores: additive attention scores in `attn_course.attention.fast`'s form (the same numbers,
+        faster on the CPU without gradients), as the evaluation functions ask.
+        """
+        return self.decoder(tgt_in, self.encoder(src, src_valid_lens), fast_scores=fast_scores)
 
 
 def build_model(kind: str, src_vocab_size: int, tgt_vocab_size: int, **sizes_and_options: Any) -> Seq2Seq:

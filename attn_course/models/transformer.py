@@ -213,8 +213,8 @@ class TransformerDecoder(nn.Module):
         return logits[:, -1], state._replace(tokens=tokens), weights[:, :, :, -1]
 
     def step(self, y_prev: Tensor, state: TransformerState) -> tuple[Tensor, TransformerState, Tensor]:
-        """One step for `attn_course.models.decoding`: logits, next state, attention (batch_size, S) (last layer,
-        averaged over heads)."""
+        """One step for `attn_course.models.decoding`: logits, next state, attention (batch_size, S) (last
+        layer, averaged over heads)."""
         logits, state, weights = self.step_weights(y_prev, state)
         return logits, state, weights[-1].mean(1)
 

@@ -1,15 +1,16 @@
 """Training a seq2seq model: masked cross-entropy, teacher forcing or scheduled sampling, Adam, warm-up
 and the Noam schedule, clipping, initialisation schemes, checkpoints.
 
-    history = train(model, loader, epochs=..., lr=..., val_loader=..., callback=...)
-    history = train(model, loader, epochs=..., teacher_forcing=Decay("inverse_sigmoid", k=50),
-                    warmup_steps=20)                   # scheduled sampling and warm-up (chapter 9)
-    history = train(model, loader, epochs=..., teacher_forcing=0.75, coin="sequence", feed="sample",
-                    lr=1.0, lr_schedule=Noam(d_model=32, warmup_steps=30))
+    history = train(model, loader, TrainConfig(epochs=4, lr=4e-3), val_loader=..., callback=...)
+    history = train(model, loader, TrainConfig(epochs=5, teacher_forcing=Decay("inverse_sigmoid", k=50),
+                                               warmup_steps=20))   # scheduled sampling, warm-up (chapter 9)
+    history = train(model, loader, TrainConfig(teacher_forcing=0.75, coin="sequence", feed="sample",
+                                               lr=1.0, lr_schedule=Noam(d_model=32, warmup_steps=30)))
 
-`train` moves the model and every batch to the device (CUDA when present), shows a tqdm.auto progress
-bar, and calls ``callback(epoch, history, model)`` after each epoch: the hook a notebook uses to redraw
-a live loss/validation plot (return True from it to stop early).
+How to train is one value, a `TrainConfig`, checked when it is made; `train` takes it whole. `train` moves
+the model and every batch to the device (CUDA when present), shows a tqdm.auto progress bar, and calls
+``callback(epoch, history, model)`` after each epoch: the hook a notebook uses to redraw a live
+loss/validation plot (return True from it to stop early).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from attn_course.attention import fast
 from attn_course.models.seq2seq import ModelConfig, Seq2Seq
 from attn_course.training.runtime import eval_mode, get_device, seed_everything
 from attn_course.validation import (
@@ -151,24 +151,48 @@ class Noam:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How a model is trained: `epochs` passes over batches of `batch_size` sentence pairs, Adam with
-    learning rate `lr`, multiplied by `lr_decay` after every epoch (None: a constant rate) and warmed up
-    linearly over the first `warmup_steps` updates (None: no warm-up), gradients clipped to norm `clip`
-    (None: not clipped), the gold previous word fed with probability `teacher_forcing` (1.0: always; a
-    `Decay`: scheduled sampling), its coin drawn per word or per sentence (`coin`), the model's word fed as
-    its argmax or sampled (`feed`), and the rate of every update multiplied by `lr_schedule` (None: by 1;
-    `Noam`: the Transformer's schedule). The arguments of `train`, plus the loader's batch size."""
+    """How a model is trained; `train(model, loader, config)` reads every field but batch_size, which is
+    for whoever batches the data (`attn_course.course.chapters.fit`). Checked when made.
+
+    epochs: passes over the loader. batch_size: sentence pairs per batch. lr: Adam's learning rate.
+    lr_decay (in (0, 1], None: a constant rate): the rate is multiplied by it after every epoch (torch's
+    ExponentialLR), so a short run takes large steps first and settles later. clip (> 0, None: not
+    clipped): the global gradient norm is clipped to it. teacher_forcing: the probability that a step is
+    fed the gold previous word, a ratio in [0, 1] or a schedule, global step -> ratio (a `Decay`); 1 is
+    plain teacher forcing, below 1 scheduled sampling (`scheduled_sampling_logits`, Bengio et al. 2015).
+    coin: "word" (a coin per sentence and word) or "sequence" (one per sentence, kept). feed: what a tails
+    feeds, the model's argmax ("argmax") or a sample of its softmax ("sample"). warmup_steps N (>= 1,
+    None: no warm-up): update i (0-based) uses the rate times min(1, (i + 1) / N), on top of lr_decay.
+    lr_schedule (None: 1): update i's rate is also multiplied by lr_schedule(i) (`Noam`, with lr = 1).
+    """
 
     epochs: int = 12
     batch_size: int = 64
     lr: float = 5e-3
     lr_decay: float | None = None
     clip: float | None = 1.0
-    teacher_forcing: float | Decay = 1.0
+    teacher_forcing: TeacherForcing = 1.0
     warmup_steps: int | None = None
     coin: str = "word"
     feed: str = "argmax"
-    lr_schedule: Noam | None = None
+    lr_schedule: Callable[[int], float] | None = None
+
+    def __post_init__(self) -> None:
+        check_int("epochs", self.epochs, low=0)
+        check_int("batch_size", self.batch_size, low=1)
+        check_number("lr", self.lr, low=0, low_open=True)
+        if self.lr_decay is not None:
+            check_number("lr_decay", self.lr_decay, low=0, high=1, low_open=True)  # a factor per epoch
+        if self.clip is not None:
+            check_number("clip", self.clip, low=0, low_open=True)  # a gradient norm
+        if not callable(self.teacher_forcing):
+            check_number("teacher_forcing", self.teacher_forcing, low=0, high=1)  # a probability
+        if self.warmup_steps is not None:
+            check_int("warmup_steps", self.warmup_steps, low=1)
+        _check_sampling(self.coin, self.feed)
+        if self.lr_schedule is not None and not callable(self.lr_schedule):
+            raise ValueError(f"lr_schedule={self.lr_schedule!r}, expected None or a callable step -> factor "
+                             "(e.g. Noam)")
 
 
 def masked_cross_entropy(logits: Tensor, tgt_out: Tensor, tgt_valid_lens: Tensor, *,
@@ -252,10 +276,12 @@ def evaluate_loss(model: Seq2Seq, loader: Iterable, *, device: torch.device | st
     device = get_device() if device is None else torch.device(device)
     model.to(device)
     total, tokens = 0.0, 0
-    with eval_mode(model), fast.enabled(model):  # no gradients here: the faster score form applies
+    # No gradients here: an RNN model's attention scores take their faster form (attn_course.attention.fast)
+    options = {"fast_scores": True} if isinstance(model, Seq2Seq) else {}
+    with eval_mode(model):
         for batch in loader:
             src, src_valid_lens, tgt_in, tgt_out, tgt_valid_lens = _unpack(batch, device)
-            logits, _ = model(src, src_valid_lens, tgt_in)
+            logits, _ = model(src, src_valid_lens, tgt_in, **options)
             total += float(masked_cross_entropy(logits, tgt_out, tgt_valid_lens, reduction="sum"))
             tokens += int(tgt_valid_lens.sum())
     if tokens == 0:
@@ -263,62 +289,40 @@ def evaluate_loss(model: Seq2Seq, loader: Iterable, *, device: torch.device | st
     return total / tokens
 
 
-def train(
-    model: Seq2Seq,
-    loader: Iterable,
-    *,
-    epochs: int,
-    lr: float = 5e-3,
-    lr_decay: float | None = None,
-    clip: float | None = 1.0,
-    device: torch.device | str | None = None,
-    val_loader: Iterable | None = None,
-    callback: Callback | None = None,
-    progress: bool = True,
-    seed: int | None = None,
-    optimizer: torch.optim.Optimizer | None = None,
-    teacher_forcing: TeacherForcing = 1.0,
-    warmup_steps: int | None = None,
-    coin: str = "word",
-    feed: str = "argmax",
-    lr_schedule: Callable[[int], float] | None = None,
-) -> History:
-    """Train with teacher forcing: Adam on the masked cross-entropy, gradients clipped to norm `clip`.
+def train(model: Seq2Seq, loader: Iterable, config: TrainConfig, *, val_loader: Iterable | None = None,
+          device: torch.device | str | None = None, seed: int | None = None,
+          optimizer: torch.optim.Optimizer | None = None, callback: Callback | None = None,
+          progress: bool = True) -> History:
+    """Train `model` on `loader` as `config` says: Adam on the masked cross-entropy; returns the History.
 
     loader yields batches with src (B, S), src_valid_lens (B,), tgt_in (B, T), tgt_out (B, T),
     tgt_valid_lens (B,) (attn_course.data.tasks.Batch); the decoder reads tgt_in = <bos> y_1 ... (teacher
-    forcing) and is scored on tgt_out = y_1 ... <eos>. The model and batches move to `device` (default:
-    CUDA when present). seed (optional) seeds torch/NumPy/random first, for reproducible dropout.
-    optimizer defaults to Adam(lr); pass one to continue training with its state. lr_decay (optional,
-    in (0, 1]): the learning rate is multiplied by it after every epoch (torch's ExponentialLR), which
-    lets a short run take large steps first and settle later. warmup_steps N (optional): update i
-    (0-based) uses the rate times min(1, (i + 1) / N), a linear ramp from lr / N to lr, on top of lr_decay.
-    lr_schedule (optional): update i's rate is also multiplied by lr_schedule(i) (e.g. `Noam`, with lr=1).
-    teacher_forcing: a ratio in [0, 1] or a schedule, global step -> ratio (e.g. `Decay`). Below 1 the
-    step is scheduled sampling (`scheduled_sampling_logits`, Bengio et al. 2015): each sentence is fed its
-    own previous prediction instead of the gold word with probability 1 - ratio, a coin per word or per
-    sentence (`coin`), the prediction being the argmax or a sample (`feed`); coins and samples come from a
-    torch.Generator seeded with `seed` (0 when None), so the global random state is left alone. At 1 the
-    step is plain teacher forcing, the fast path, exactly as without the argument.
-    val_loader: its loss is recorded after every epoch. callback(epoch, history, model), after every
-    epoch: a live plot, a BLEU check...; returning True stops training. Returns the History.
+    forcing, or scheduled sampling when config.teacher_forcing is below 1) and is scored on
+    tgt_out = y_1 ... <eos>. val_loader: its loss is recorded after every epoch. The model and batches
+    move to `device` (default: CUDA when present). seed (optional) seeds torch/NumPy/random first, for
+    reproducible dropout; scheduled sampling's coins and samples come from a torch.Generator seeded with
+    it (0 when None), so the global random state is left alone. optimizer defaults to Adam(config.lr);
+    pass one to continue training with its state. callback(epoch, history, model), after every epoch: a
+    live plot, a BLEU check...; returning True stops training. The model is left in eval mode.
     """
-    _check_train_options(epochs, clip, lr_decay, teacher_forcing, warmup_steps)
-    _check_sampling(coin, feed)
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config is a {type(config).__name__}, expected a TrainConfig: "
+                         "train(model, loader, TrainConfig(epochs=..., lr=...))")
     if seed is not None:
         seed_everything(seed)
     device = get_device() if device is None else torch.device(device)
     model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
-    scheduler = None if lr_decay is None else torch.optim.lr_scheduler.ExponentialLR(optimizer, lr_decay)
-    schedule = _Schedule(teacher_forcing, warmup_steps, torch.Generator().manual_seed(seed or 0),
-                         coin, feed, lr_schedule)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr) if optimizer is None else optimizer
+    scheduler = None
+    if config.lr_decay is not None:                      # the rate times lr_decay after every epoch
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, config.lr_decay)
+    schedule = _Schedule(config, torch.Generator().manual_seed(seed or 0))
     history = History()
-    bar = _progress_bar(loader, epochs, progress)
+    bar = _progress_bar(loader, config.epochs, progress)
     try:
-        for epoch in range(epochs):
+        for epoch in range(config.epochs):
             wall, cpu = time.perf_counter(), time.process_time()
-            train_loss = _train_epoch(model, loader, optimizer, clip, device, bar, epoch, schedule, history)
+            train_loss = _train_epoch(model, loader, optimizer, device, bar, epoch, schedule, history)
             history.train_loss.append(train_loss)
             if scheduler is not None:
                 scheduler.step()
@@ -334,19 +338,6 @@ def train(
     return history
 
 
-def _check_train_options(epochs: int, clip: float | None, lr_decay: float | None,
-                         teacher_forcing: TeacherForcing, warmup_steps: int | None) -> None:
-    check_int("epochs", epochs, low=0)
-    if clip is not None:
-        check_number("clip", clip, low=0, low_open=True)  # a gradient norm
-    if lr_decay is not None:
-        check_number("lr_decay", lr_decay, low=0, high=1, low_open=True)  # a factor per epoch
-    if not callable(teacher_forcing):
-        check_number("teacher_forcing", teacher_forcing, low=0, high=1)  # a probability
-    if warmup_steps is not None:
-        check_int("warmup_steps", warmup_steps, low=1)
-
-
 def _check_sampling(coin: str, feed: str) -> None:
     if coin not in COINS:
         raise ValueError(f"coin={coin!r}, expected one of {COINS}")
@@ -356,27 +347,24 @@ def _check_sampling(coin: str, feed: str) -> None:
 
 @dataclass
 class _Schedule:
-    """What changes from one optimizer step to the next: the teacher-forcing ratio and the factor on the
-    learning rate (warm-up times lr_schedule); and how scheduled sampling draws (coin, feed, generator)."""
+    """What changes from one optimizer step to the next under `config`: the teacher-forcing ratio and the
+    factor on the learning rate (warm-up times lr_schedule); scheduled sampling draws from `generator`."""
 
-    teacher_forcing: TeacherForcing
-    warmup_steps: int | None
+    config: TrainConfig
     generator: torch.Generator
-    coin: str = "word"
-    feed: str = "argmax"
-    lr_schedule: Callable[[int], float] | None = None
     step: int = 0
 
     def ratio(self) -> float:
-        if not callable(self.teacher_forcing):
-            return float(self.teacher_forcing)
-        return check_number("teacher_forcing(step)", self.teacher_forcing(self.step), low=0, high=1)
+        teacher_forcing = self.config.teacher_forcing
+        if not callable(teacher_forcing):
+            return float(teacher_forcing)
+        return check_number("teacher_forcing(step)", teacher_forcing(self.step), low=0, high=1)
 
     def rate_factor(self) -> float:
-        factor = warmup_factor(self.step, self.warmup_steps)
-        if self.lr_schedule is None:
+        factor = warmup_factor(self.step, self.config.warmup_steps)
+        if self.config.lr_schedule is None:
             return factor
-        return factor * check_number("lr_schedule(step)", self.lr_schedule(self.step), low=0)
+        return factor * check_number("lr_schedule(step)", self.config.lr_schedule(self.step), low=0)
 
 
 def warmup_factor(step: int, warmup_steps: int | None) -> float:
@@ -453,8 +441,8 @@ def _next_inputs(gold: Tensor, previous: Tensor, ratio: float, coins: Tensor | N
     return torch.where(coins.to(gold.device) < ratio, gold, predicted)
 
 
-def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimizer, clip: float | None,
-                 device: torch.device, bar: tqdm, epoch: int, schedule: _Schedule, history: History) -> float:
+def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimizer, device: torch.device,
+                 bar: tqdm, epoch: int, schedule: _Schedule, history: History) -> float:
     """One pass over `loader`, every step recorded in `history`; returns the epoch's mean loss per real
     target token."""
     model.train()
@@ -466,11 +454,11 @@ def _train_epoch(model: Seq2Seq, loader: Iterable, optimizer: torch.optim.Optimi
             logits, _ = model(src, src_valid_lens, tgt_in)   # teacher forcing: the fast path
         else:
             logits = scheduled_sampling_logits(model, src, src_valid_lens, tgt_in, ratio, schedule.generator,
-                                               coin=schedule.coin, feed=schedule.feed)
+                                               coin=schedule.config.coin, feed=schedule.config.feed)
         loss = masked_cross_entropy(logits, tgt_out, tgt_valid_lens)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        history.grad_norm.append(float(_clip(model, clip)))
+        history.grad_norm.append(float(_clip(model, schedule.config.clip)))
         history.lr.append(_step(optimizer, schedule.rate_factor()))
         history.teacher_forcing.append(ratio)
         schedule.step += 1

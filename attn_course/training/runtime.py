@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attn_course.validation import check_int
+
 
 def get_device(prefer: str | None = None) -> torch.device:
     """The device a chapter should use: CUDA when present, CPU otherwise.
@@ -33,8 +35,9 @@ def seed_everything(seed: int) -> torch.Generator:
     float32's 23 mantissa bits. With TF32 off, a GPU computes a chapter's float32 numbers at the precision
     the CPU does, which the tolerances of its asserts assume. The legacy flag is used because it sets
     cuDNN's convolutions and RNNs alike (setting only one through the newer fp32_precision API makes
-    reading the legacy flag raise). Nothing changes on a CPU.
+    reading the legacy flag raise). Nothing changes on a CPU. seed: an int in [0, 2**32 - 1], NumPy's range.
     """
+    seed = check_int("seed", seed, low=0, high=2**32 - 1)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 - seeds the legacy global RNG that older code still draws from
     torch.manual_seed(seed)  # also seeds every CUDA device

@@ -146,6 +146,7 @@ def figure_to_png(fig: Figure, dpi: int = 90) -> bytes:
     return buffer.getvalue()
 
 
+# long: only through its keyword arguments and their documentation; the drawing is four helpers below.
 def heatmap(
     weights: torch.Tensor | np.ndarray,
     src_tokens: Sequence[str],
@@ -178,7 +179,6 @@ def heatmap(
     ax: the Axes to draw on; if None a new Figure is made (not left open in pyplot).
     Returns: the Figure drawn on.
     """
-    # Long only through its keyword arguments and their documentation: the drawing is four helpers below.
     matrix = as_matrix(weights)
     num_steps, num_keys = matrix.shape
     src_labels = _check_tokens("src_tokens", src_tokens, num_keys, "column of weights")
@@ -287,7 +287,7 @@ class LiveLoss:
     """A `train` callback that redraws the loss curves after every epoch, in place, in a notebook.
 
         live = LiveLoss(epochs=4, title="Bahdanau attention")
-        train(model, loader, epochs=4, val_loader=val_loader, callback=live)
+        train(model, loader, TrainConfig(epochs=4), val_loader=val_loader, callback=live)
 
     The figure sits in one output of the cell (a PNG image in an IPython display handle) and grows epoch
     by epoch; outside IPython nothing is displayed. `figure` is the latest Figure; `draw(train_loss,

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from attn_course.attention.masking import masked_softmax
+from attn_course.attention.masking import masked_softmax, softmax_excluding
 from attn_course.attention.scoring import additive_scores, dot_scores, general_scores
 from attn_course.data.tasks import preprocess_fra_eng
 from attn_course.measure.diagnostics import Diagnosis, attention_entropy, diagnose
@@ -75,12 +75,10 @@ def apply_temperature(
     num_steps, num_keys = w.shape
     valid_len = num_keys if valid_len is None else valid_len
     check_int("valid_len", valid_len, low=0, high=num_keys, high_name="num_keys")
-    zero = w == 0
-    scores = (torch.log(w.clamp_min(torch.finfo(torch.float64).tiny)) / temperature).masked_fill(
-        zero, torch.finfo(torch.float64).min
-    )
-    lens = torch.full((1,), valid_len, dtype=torch.long)
-    return masked_softmax(scores[None], lens)[0].masked_fill(zero, 0.0)
+    # Positions past valid_len and positions of weight exactly 0 are excluded from the softmax (weight 0).
+    excluded = (w == 0) | (torch.arange(num_keys) >= valid_len)
+    scores = torch.log(w.clamp_min(torch.finfo(torch.float64).tiny)) / temperature
+    return softmax_excluding(scores, excluded)
 
 
 def entropy(row: torch.Tensor | np.ndarray) -> float:
@@ -404,23 +402,23 @@ class AttentionExplorer:
     convention: which target word a step's attention is credited to for the gold boxes and AER, "output"
         (the word the step predicts, the default) or "input" (the word it was fed; Luong et al. 2015's
         reading). "output" fits every decoder of the course: Bahdanau's and the content-based Luong
-        variants' AER is far lower under it (measured over seeds in attn_course/course/results/luong_variants.json). The
-        explorer's dropdown switches between the two.
+        variants' AER is far lower under it (measured over seeds in
+        attn_course/course/results/luong_variants.json). The explorer's dropdown switches between the two.
     tokenize: how a typed sentence becomes tokens (default: d2l's preprocessing, then whitespace split).
 
-    Modes: "greedy" and "beam" decode the source with attn_course.models.decoding; "reference" force-decodes the
-    example's reference translation (teacher forcing), so every row is a reference word and the gold
+    Modes: "greedy" and "beam" decode the source with attn_course.models.decoding; "reference" force-decodes
+    the example's reference translation (teacher forcing), so every row is a reference word and the gold
     alignment can be scored even when the model's own output differs.
 
     State for code and tests (updated on every change): `views` (one AttentionView per model),
     `shown_weights` (the weights after the temperature, one (num_steps, num_keys) array per model),
     `highlighted_row`, `highlighted_token`, `argmax_source_index`, `argmax_source_word`, `row_entropy`
-    and `aer` (all of the first model); `diagnoses`, one `attn_course.measure.diagnostics.Diagnosis` per model of
-    the shown weights (mean normalised entropy, concentration, verdict), also shown under each sentence.
-    Widgets: `sentence_dropdown`, `sentence_text`, `mode_buttons`,
-    `beam_slider`, `step_slider`, `temperature_slider`, `gold_toggle`, `convention_dropdown` ("output"
-    or "input": which word a step's attention is credited to), `image` (PNG of the heatmaps),
-    `step_html` (the sentences with the current step highlighted), `aer_label`, `status`; layout `widget`.
+    and `aer` (all of the first model); `diagnoses`, one `attn_course.measure.diagnostics.Diagnosis` per model
+    of the shown weights (mean normalised entropy, concentration, verdict), also shown under each sentence.
+    Widgets: `sentence_dropdown`, `sentence_text`, `mode_buttons`, `beam_slider`, `step_slider`,
+    `temperature_slider`, `gold_toggle`, `convention_dropdown` ("output" or "input": which word a step's
+    attention is credited to), `image` (PNG of the heatmaps), `step_html` (the sentences with the current step
+    highlighted), `aer_label`, `status`; layout `widget`.
     """
 
     def __init__(

@@ -20,30 +20,26 @@ starts a fresh sandbox without that step, and carries on. The submission files a
 Who a submission belongs to comes from the batch's layout (a folder per student, nbgrader, Canvas or Moodle
 downloads, file names) or the notebooks' metadata; two students are never merged into one row (`identity`).
 
-The modules, in the order a submission meets them: `records` (limits, steps, grades), `identity` (whose
-it is), `roster` (who should have sent something), `cache` (grades remembered from earlier runs), `batch`
-(several submissions at once), `reading` (1), `judging` (2 and 4), `sandbox` (3, the grader's side),
-`sandbox_child` (3, inside the sandbox), `guard` (3, keeps the learner's code from the course's own answers),
-`gradebook` (a class: the gradebook and the feedback files), `lms` (Canvas's and Moodle's import formats),
-`report` (the class report: attempts, solutions and named mistakes, with `sections`, where each point is
-taught) and `similarity` (answers that look copied); `gradescope` grades one student at a time the same way,
-in Gradescope's container, and builds the autograder zip that does it.
+`pipeline` runs a class through the stages, each a module, in the order a submission meets them: `reading`
+(collect the files, read each once: 1), `identity` (whose it is), `roster` (who should have sent
+something), `cache` (grades remembered from earlier runs, keyed by `closure`'s digest of what grading
+imports), `batch` (several submissions at once), `judging` (2 and 4), `sandbox` (3, the grader's side),
+`sandbox_child` (3, inside the sandbox), `guard` (3, keeps the learner's code from the course's own
+answers), then the writers: `gradebook` (the gradebook and the feedback files), `lms` (Canvas's and
+Moodle's import formats), `report` (the class report: attempts, solutions and named mistakes, with
+`sections`, where each point is taught) and `similarity` (answers that look copied). `records` holds the
+values they hand each other. `gradescope` grades one student at a time the same way, in Gradescope's
+container, and builds the autograder zip that does it; `release` writes the notebooks for graded work.
 """
 
 from attn_course_tools.grading.batch import Task, grade_many
 from attn_course_tools.grading.cache import GradeCache
-from attn_course_tools.grading.gradebook import (
-    FORMATS,
-    Row,
-    collect,
-    grade,
-    gradebook_rows,
-    write_feedback,
-    write_gradebook,
-)
+from attn_course_tools.grading.gradebook import FORMATS, gradebook_rows, write_feedback, write_gradebook
 from attn_course_tools.grading.identity import Identities, IdentityError, identify
-from attn_course_tools.grading.judging import check_hidden, grade_submission
-from attn_course_tools.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
+from attn_course_tools.grading.judging import check_hidden, grade_submission, judge_submission
+from attn_course_tools.grading.pipeline import grade
+from attn_course_tools.grading.reading import Submission, collect, read_submission
+from attn_course_tools.grading.records import ExerciseGrade, Limits, Row, Step, SubmissionGrade
 from attn_course_tools.grading.roster import Roster, RosterError
 from attn_course_tools.grading.sandbox import Sandboxes
 
@@ -59,6 +55,7 @@ __all__ = [
     "Row",
     "Sandboxes",
     "Step",
+    "Submission",
     "SubmissionGrade",
     "Task",
     "check_hidden",
@@ -68,6 +65,8 @@ __all__ = [
     "gradebook_rows",
     "grade_submission",
     "identify",
+    "judge_submission",
+    "read_submission",
     "write_feedback",
     "write_gradebook",
 ]

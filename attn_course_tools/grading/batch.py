@@ -2,7 +2,7 @@
 
 With ``jobs > 1`` the submissions are shared among worker processes (spawned, so each starts clean), each
 with its own fork server of sandboxes; the grades are the same as with one job, in the same order, because
-every submission is graded alone from its own file, with cases built from fixed seeds. A worker is the
+every submission is graded alone from its own content, with cases built from fixed seeds. A worker is the
 grader's side only: it builds cases and judges, and never runs a line of learner code. If a worker dies
 anyway (something killed it), the submissions it had not finished are graded again one by one, each in a
 fresh worker, so only a submission that kills its worker every time loses its points, with the reason; if
@@ -26,8 +26,9 @@ import torch
 
 from attn_course import checks
 from attn_course.validation import check_positive_int
-from attn_course_tools.grading.cache import GradeCache, file_digest
-from attn_course_tools.grading.judging import grade_submission
+from attn_course_tools.grading.cache import GradeCache
+from attn_course_tools.grading.judging import judge_submission
+from attn_course_tools.grading.reading import Submission
 from attn_course_tools.grading.records import ExerciseGrade, Limits, SubmissionGrade
 from attn_course_tools.grading.sandbox import Sandboxes
 
@@ -42,23 +43,23 @@ def default_jobs() -> int:
 
 @dataclass(frozen=True)
 class Task:
-    """One submission to grade: its file, its student, the exercises, the hidden inputs and the limits."""
+    """One submission to grade: the submission as read, its student, the exercises, the hidden inputs and
+    the limits."""
 
-    path: Path
+    submission: Submission
     student: str
     keys: tuple[str, ...]
     hidden: Mapping[str, Any] | None
     limits: Limits
 
+    @property
+    def path(self) -> Path:
+        return self.submission.path
+
 
 def _grade(task: Task, sandboxes: Sandboxes) -> SubmissionGrade:
-    return grade_submission(
-        task.path,
-        keys=task.keys,
-        hidden=task.hidden,
-        limits=task.limits,
-        student=task.student,
-        sandboxes=sandboxes,
+    return judge_submission(
+        task.submission, task.student, task.keys, hidden=task.hidden, limits=task.limits, sandboxes=sandboxes
     )
 
 
@@ -89,7 +90,7 @@ def _lost(task: Task) -> SubmissionGrade:
     grades = {
         k: ExerciseGrade(k, checks.EXERCISES[k].name, 0, checks.FAILED, why) for k in task.keys
     }
-    return SubmissionGrade(task.path, task.student, file_digest(task.path), grades, [why], 0.0)
+    return SubmissionGrade(task.path, task.student, task.submission.sha256, grades, [why], 0.0)
 
 
 def _graded(tasks: dict[int, Task], jobs: int) -> Iterator[tuple[int, SubmissionGrade]]:
@@ -113,8 +114,8 @@ def _graded(tasks: dict[int, Task], jobs: int) -> Iterator[tuple[int, Submission
         pass
     if not _workers_start():
         warnings.warn(
-            "attn_course_tools.grading: worker processes cannot start here (a script that grades with jobs > 1 "
-            "needs `if __name__ == '__main__':` around its code); grading the rest in this process",
+            "attn_course_tools.grading: worker processes cannot start here (a script that grades with "
+            "jobs > 1 needs `if __name__ == '__main__':` around its code); grading the rest in this process",
             RuntimeWarning,
             stacklevel=3,
         )
@@ -161,7 +162,7 @@ def grade_many(
     todo: dict[int, Task] = {}
     entries: dict[int, tuple[str, str]] = {}
     for i, task in enumerate(tasks):
-        digest = file_digest(task.path)
+        digest = task.submission.sha256 if task.submission.read else ""
         if cache is not None and digest:
             entries[i] = (cache.key(digest, task.keys, task.hidden, task.limits), digest)
             found = None if force else cache.load(entries[i][0], task.path, task.student)

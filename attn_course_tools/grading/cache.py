@@ -1,8 +1,10 @@
 """Remember grades between runs, so that grading a folder again regrades only new or changed submissions.
 
 A grade is stored under a key made of everything it depends on: the submission's bytes (sha256), the
-grader's version (every source file of the package, which holds the checks and their references, and
-torch's version), the instructor's hidden inputs for the exercises graded, the exercises and the limits.
+grader's version (the source of every course module that judging a submission imports -- the checks and
+the learner's library they call, the sandbox, the judging code; `closure.grading_modules` -- and torch's
+version), the instructor's hidden inputs for the exercises graded, the exercises and the limits. A module
+grading never imports (a widget, the book's tools) is not part of it.
 Change any of them and the key changes, so a stale grade is never read back; `--force` regrades all.
 The cache is a folder of small JSON files, one per key, each written whole (written aside, then renamed),
 so an interrupted run leaves only complete entries and the next run picks up where it stopped.
@@ -21,7 +23,7 @@ from typing import Any
 
 import torch
 
-import attn_course
+from attn_course_tools.grading.closure import JUDGE, grading_modules
 from attn_course_tools.grading.records import Limits, SubmissionGrade
 
 #: The cache entries' format; part of every key, so a new format never reads an old entry.
@@ -32,21 +34,14 @@ FORMAT = "attn_course.grade-cache/1"
 _NOT_REMEMBERED = ("the grading sandbox failed", "total time limit", "changed while it was being graded")
 
 
-def grader_version() -> str:
-    """A digest of what judges a submission: the package's source (checks, references, grader) and torch."""
-    root = Path(attn_course.__file__).resolve().parent
+def grader_version(roots: Mapping[str, Path] | None = None) -> str:
+    """A digest of what judges a submission: the source of the modules judging imports (checks,
+    references, sandbox, judging; `closure.grading_modules`) and torch's version. roots: {package: folder}
+    to read the packages from (default: where Python imports them from)."""
     digest = hashlib.sha256(f"{FORMAT} torch {torch.__version__}".encode())
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in grading_modules(JUDGE, roots).items():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
-
-
-def file_digest(path: Path) -> str:
-    """The sha256 of a file's bytes (the same digest the grade records); '' if it cannot be read."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""
 
 
 class GradeCache:

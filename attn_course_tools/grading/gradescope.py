@@ -3,10 +3,13 @@
 The zip follows Gradescope's autograder specification
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/). At its root: ``setup.sh``, which Gradescope
 runs once, with internet access, to build the image (Python, the CPU build of torch and the grader's other
-imports); ``run_autograder``, which it runs for each submission in a fresh container; a copy of the
-``attn_course`` package; ``hidden.json`` if the instructor has hidden inputs; a README for the instructor.
+imports); ``run_autograder``, which it runs for each submission in a fresh container; the source of the
+modules of ``attn_course`` and ``attn_course_tools`` that grading imports (`closure.grading_modules`: the
+checks and the library they call, the grader; not the widgets, plots, book or robustness tools);
+``hidden.json`` if the instructor has hidden inputs; a README for the instructor.
 
-``run_autograder`` runs `main`: ``python -m attn_course_tools.grading.gradescope --submission DIR --results FILE``.
+``run_autograder`` runs `main`:
+``python -m attn_course_tools.grading.gradescope --submission DIR --results FILE``.
 It grades every notebook of the upload exactly as ``attn-course grade`` grades a class (the same sandboxes,
 checks and messages), keeps the student's best attempt at each exercise across their notebooks, and writes
 ``results.json``: one test per exercise, whose output is the text ``attn-course grade`` writes for it in the
@@ -34,10 +37,12 @@ import torch
 import attn_course
 from attn_course import checks
 from attn_course_tools.grading.batch import Task, grade_many
-from attn_course_tools.grading.gradebook import best, collect, exercise_columns, feedback_text
+from attn_course_tools.grading.closure import GRADESCOPE, PACKAGES, archive_name, grading_modules
+from attn_course_tools.grading.gradebook import feedback_text
 from attn_course_tools.grading.judging import check_hidden
-from attn_course_tools.grading.reading import chapters_of
-from attn_course_tools.grading.records import ExerciseGrade, Limits, SubmissionGrade
+from attn_course_tools.grading.pipeline import exercise_columns, read_all
+from attn_course_tools.grading.reading import chapters_of, collect
+from attn_course_tools.grading.records import ExerciseGrade, Limits, SubmissionGrade, best
 
 #: Gradescope's visibility settings, for the results as a whole and for each test.
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
@@ -68,7 +73,7 @@ python3 -m venv "$VENV"
 # The grader runs the learner's code as the user nobody when nobody can read Python and the package (else
 # as root, which could overwrite the results): let it, but keep the hidden inputs from it.
 chmod a+rX "$ROOT" "$ROOT/source"
-chmod -R a+rX "$ROOT/source/attn_course" "$VENV"
+chmod -R a+rX {packages} "$VENV"
 if [ -f "$ROOT/source/hidden.json" ]; then chmod 600 "$ROOT/source/hidden.json"; fi
 
 # Fail the build now, rather than every submission later, if the grader cannot be imported.
@@ -129,10 +134,13 @@ def torch_version() -> str:
     return torch.__version__.split("+")[0]
 
 
-def exercise_notebooks(chapters: Sequence[int] | None = None) -> list[str]:
-    """The course's exercise notebooks of `chapters` (default: all), as "exercises/ex01_masked_softmax.ipynb";
-    [] where the package does not sit in the course's folder."""
-    folder = Path(attn_course.__file__).resolve().parents[1] / "exercises"
+def exercise_notebooks(exercises: str | Path, chapters: Sequence[int] | None = None) -> list[str]:
+    """The course's exercise notebooks of `chapters` (default: all) in the folder `exercises`, named as
+    students know them: "exercises/ex01_masked_softmax.ipynb". FileNotFoundError if there is no such
+    folder."""
+    folder = Path(exercises)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the exercises folder {folder} does not exist")
     wanted = set(chapters or checks.chapters())
     return [
         f"exercises/{p.name}" for p in sorted(folder.glob("ex*.ipynb")) if wanted & {*chapters_of(None, p)}
@@ -142,6 +150,7 @@ def exercise_notebooks(chapters: Sequence[int] | None = None) -> list[str]:
 def build_bundle(
     out: str | Path,
     *,
+    exercises: str | Path,
     hidden: Mapping[str, Any] | None = None,
     chapters: Sequence[int] | None = None,
     visibility: str = "visible",
@@ -149,10 +158,12 @@ def build_bundle(
 ) -> Path:
     """Write the Gradescope autograder zip to `out`; return its path.
 
-    hidden: the instructor's extra inputs (see `check_hidden`), shipped as hidden.json. chapters: the
-    exercises every submission is graded on (default: those each notebook answers). visibility: one of
-    VISIBILITIES, for the results and each test. limits: each notebook's sandbox. Raises ValueError for
-    malformed hidden inputs, an unknown chapter or visibility.
+    exercises: the course's exercises folder, whose notebooks students are told to upload (see
+    `exercise_notebooks`; FileNotFoundError if it does not exist). hidden: the instructor's extra inputs
+    (see `check_hidden`), shipped as hidden.json. chapters: the exercises every submission is graded on
+    (default: those each notebook answers). visibility: one of VISIBILITIES, for the results and each test.
+    limits: each notebook's sandbox. Raises ValueError for malformed hidden inputs, an unknown chapter or
+    visibility.
     """
     if hidden is not None:
         check_hidden(hidden)
@@ -162,20 +173,19 @@ def build_bundle(
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, got {visibility!r}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    expected = exercise_notebooks(chapters)
+    expected = exercise_notebooks(exercises, chapters)
     files = {
         "setup.sh": (setup_script(), 0o755),
         "run_autograder": (run_script(chapters, visibility, limits, hidden is not None, expected), 0o755),
         "README.md": (_readme(chapters, visibility, limits, hidden is not None, expected), 0o644),
         **({"hidden.json": (json.dumps(hidden, indent=2) + "\n", 0o644)} if hidden is not None else {}),
     }
-    package = Path(attn_course.__file__).resolve().parent
+    sources = {archive_name(name, path): path for name, path in grading_modules(GRADESCOPE).items()}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, (text, mode) in files.items():
             _add(bundle, name, text.encode(), mode)
-        for path in sorted(package.rglob("*.py")):
-            if "__pycache__" not in path.parts:
-                _add(bundle, f"attn_course/{path.relative_to(package).as_posix()}", path.read_bytes(), 0o644)
+        for name in sorted(sources):
+            _add(bundle, name, sources[name].read_bytes(), 0o644)
     return out
 
 
@@ -191,6 +201,7 @@ def _add(bundle: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
 def setup_script() -> str:
     """setup.sh: Python, a venv with torch (this environment's version, CPU build) and REQUIREMENTS."""
     return _SETUP.format(
+        packages=" ".join(f'"$ROOT/source/{package}"' for package in PACKAGES),
         index=TORCH_INDEX,
         torch=shlex.quote(f"torch=={torch_version()}"),
         requirements=" ".join(map(shlex.quote, REQUIREMENTS)),
@@ -250,11 +261,12 @@ def grade_upload(
     (the exercises graded, in course order; each notebook's grade)."""
     if not submission.is_dir():
         raise FileNotFoundError(f"the submission folder {submission} does not exist")
-    paths = collect([submission])
-    if not paths:
+    submissions = list(read_all(collect([submission]), limits).values())
+    if not submissions:
         return [e.key for c in chapters or () for e in checks.chapter(c)], []
-    keys, per_path = exercise_columns(paths, chapters, limits)
-    return keys, grade_many([Task(p, p.stem, tuple(per_path[p]), hidden, limits) for p in paths])
+    keys, per_path = exercise_columns(submissions, chapters)
+    tasks = [Task(s, s.path.stem, tuple(per_path[s.path]), hidden, limits) for s in submissions]
+    return keys, grade_many(tasks)
 
 
 def results_json(

@@ -33,10 +33,13 @@ from types import CodeType, FrameType
 from typing import Any
 
 import attn_course
+import attn_course_tools
 from attn_course import checks
 
 _PACKAGE = os.path.dirname(os.path.realpath(attn_course.__file__)) + os.sep
 _CHECKS = os.path.join(_PACKAGE, "checks") + os.sep
+#: The instructor's tools, the grader and this sandbox among them: never the learner's code.
+_TOOLS = os.path.dirname(os.path.realpath(attn_course_tools.__file__)) + os.sep
 
 #: Audit events refused when the learner's code raises them, and what each is in words.
 REFUSED = {
@@ -82,14 +85,16 @@ def codes_of(obj: Any, depth: int = 0) -> list[CodeType]:
 
 
 def _course_only(codes: dict[CodeType, str]) -> dict[CodeType, str]:
-    """The course's own code objects among `codes` (a torch decorator's wrapper is shared by many)."""
+    """The course's own code objects among `codes` (a torch decorator's wrapper is shared by many): those
+    of the learner's library, where the answers live."""
     return {c: name for c, name in codes.items() if os.path.realpath(c.co_filename).startswith(_PACKAGE)}
 
 
 def checks_codes() -> dict[CodeType, str]:
     """{code: name} of the functions of the checks' chapter modules and of every exercise's reference, case
-    builder and known mistakes (call it before the sandbox blanks them). The checks' classes (a scripted
-    model the harness hands to the learner's code, say) are not among them."""
+    builder and known mistakes, the wrong code of a class exercise's mistakes included (call it before the
+    sandbox blanks them). The checks' other classes (a scripted model the harness hands to the learner's
+    code, say) are not among them."""
     found: dict[CodeType, str] = {}
     for name, module in list(sys.modules.items()):
         if name.startswith("attn_course.checks.") and name.split(".")[-1] not in ("core", "inputs"):
@@ -97,7 +102,8 @@ def checks_codes() -> dict[CodeType, str]:
                 if inspect.isfunction(value) and value.__module__ == name:
                     found[value.__code__] = f"{name}.{attr}"
     for exercise in checks.EXERCISES.values():
-        for part in [exercise._reference, exercise._build, *(m.variant for m in exercise.mistakes)]:
+        mistakes = [m.wrong if m.wrong is not None else m.variant for m in exercise.mistakes]
+        for part in [exercise._reference, exercise._build, *mistakes]:
             found.update(dict.fromkeys(codes_of(part), f"the checks' reference for {exercise.key}"))
     return _course_only(found)
 
@@ -122,13 +128,21 @@ def protected_codes(
 @functools.lru_cache(maxsize=4096)
 def _kind(filename: str) -> str:
     """Who a frame's code belongs to: "import" (the import system), "learner", "package" (attn_course outside
-    its checks, the grader included) or "machinery" (Python's and torch's library, and the checks)."""
+    its checks, and attn_course_tools, the grader) or "machinery" (Python's and torch's library, and the
+    checks)."""
     if filename.startswith("<frozen"):
         return "import"
+    path = os.path.realpath(filename) if not filename.startswith("<") else filename
+    if path.startswith(_TOOLS):
+        return "package"
     if checks.is_learner_frame(filename):
         return "learner"
-    path = os.path.realpath(filename)
     return "package" if path.startswith(_PACKAGE) and not path.startswith(_CHECKS) else "machinery"
+
+
+def is_learner_file(filename: str) -> bool:
+    """Whether code of `filename` is the learner's: `checks.is_learner_frame`, never the tools' own."""
+    return _kind(filename) == "learner"
 
 
 def by_learner(frame: FrameType | None) -> bool:

@@ -7,7 +7,6 @@ sandbox (`attn_course_tools.grading.sandbox`) runs the learner's code, and what 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,9 +19,10 @@ from attn_course import checks
 from attn_course_tools.grading.identity import identify
 from attn_course_tools.grading.reading import (
     ExerciseCell,
+    Submission,
     chapters_of,
     exercise_cells,
-    read_notebook,
+    read_submission,
 )
 from attn_course_tools.grading.records import ExerciseGrade, Limits, Step, SubmissionGrade
 from attn_course_tools.grading.sandbox import JobResult, Sandboxes, job_folder, output_path, run_job
@@ -64,40 +64,48 @@ def grade_submission(
     student: str | None = None,
     sandboxes: Sandboxes | None = None,
 ) -> SubmissionGrade:
-    """Grade one notebook with the master checks; never raises for anything the submission does.
+    """Grade one notebook file with the master checks; never raises for anything the submission does.
 
-    keys: the exercises to grade (default: every exercise of the chapters the notebook answers).
-    hidden: extra cases per exercise (see `check_hidden`). student: the student id (default: what
-    `identify` gives this file alone, e.g. its name without .ipynb; a batch is identified as a whole).
-    sandboxes: a running `Sandboxes` to reuse across submissions (default: one just for this call).
+    Reads the file once (`read_submission`), then `judge_submission`. keys: the exercises to grade
+    (default: every exercise of the chapters the notebook answers). hidden: extra cases per exercise (see
+    `check_hidden`). student: the student id (default: what `identify` gives this file alone, e.g. its name
+    without .ipynb; a batch is identified as a whole). sandboxes: a running `Sandboxes` to reuse across
+    submissions (default: one just for this call).
     """
+    path = Path(path)
+    student = student if student is not None else identify([path]).students[path]
+    submission = read_submission(path, limits)
+    if keys is None:
+        keys = [e.key for c in chapters_of(submission.notebook, path) for e in checks.chapter(c)]
+    return judge_submission(submission, student, keys, hidden=hidden, limits=limits, sandboxes=sandboxes)
+
+
+def judge_submission(
+    submission: Submission,
+    student: str,
+    keys: Sequence[str],
+    *,
+    hidden: Mapping[str, Any] | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen, so one shared default is safe
+    sandboxes: Sandboxes | None = None,
+) -> SubmissionGrade:
+    """Grade a submission already read on the exercises `keys`: run its exercise cells in a sandbox and
+    judge what comes back. Never raises for anything the submission does; hidden, limits, sandboxes: see
+    `grade_submission`."""
     if sandboxes is None:
         with Sandboxes() as own:
-            return grade_submission(
-                path, keys=keys, hidden=hidden, limits=limits, student=student, sandboxes=own
-            )
+            return judge_submission(submission, student, keys, hidden=hidden, limits=limits, sandboxes=own)
     started = time.monotonic()
-    path = Path(path)
-    notebook, problem, raw = read_notebook(path, limits)
-    digest = hashlib.sha256(raw).hexdigest()
-    student = student if student is not None else identify([path]).students[path]
-    if keys is None:
-        keys = [e.key for c in chapters_of(notebook, path) for e in checks.chapter(c)]
-    keys = list(keys)
-    notes: list[str] = []
-    if problem is not None:
-        grades = {k: _zero(k, f"Not graded: {problem}.") for k in keys}
-        return SubmissionGrade(
-            path, student, digest, grades, [f"Not graded: {problem}."], time.monotonic() - started
-        )
+    path, digest, keys = submission.path, submission.sha256, list(keys)
+    if submission.problem is not None:
+        why = f"Not graded: {submission.problem}."
+        grades = {k: _zero(k, why) for k in keys}
+        return SubmissionGrade(path, student, digest, grades, [why], time.monotonic() - started)
     if not keys:
-        notes.append("No exercise of the course was found in this notebook (no `# EXERCISE` cell).")
+        notes = ["No exercise of the course was found in this notebook (no `# EXERCISE` cell)."]
         return SubmissionGrade(path, student, digest, {}, notes, time.monotonic() - started)
-    cells, found_notes = exercise_cells(notebook, keys)
-    notes += found_notes
+    cells, notes = exercise_cells(submission.notebook, keys)
     grades = _grade_cells(sandboxes, cells, keys, hidden, limits)
-    if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-        notes.append("WARNING: the submission file changed while it was being graded.")
     return SubmissionGrade(path, student, digest, grades, notes, time.monotonic() - started)
 
 

@@ -16,12 +16,10 @@ LMS reports the rows it cannot match.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attn_course import checks
-
-if TYPE_CHECKING:
-    from attn_course_tools.grading.gradebook import Row
+from attn_course_tools.grading.records import Row
 
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 

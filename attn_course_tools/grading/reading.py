@@ -1,11 +1,13 @@
-"""Read a submission without running it: the notebook's JSON, exercise cells, chapters, metadata's student."""
+"""Find and read submissions without running them: the files, the notebook's JSON (each file read once),
+exercise cells, chapters, metadata's student."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,28 +28,67 @@ class ExerciseCell:
     exercise: str
 
 
-def read_notebook(path: Path, limits: Limits) -> tuple[dict | None, str | None, bytes]:
-    """(notebook, None, raw bytes) or (None, why it cannot be graded, raw bytes)."""
+@dataclass(frozen=True)
+class Submission:
+    """One submission file, read once: the grader's modules pass this value along and never open the file
+    again.
+
+    path: the file; notebook: its JSON, or None if it cannot be graded; problem: why not, or None;
+    sha256: the digest of the bytes read (of no bytes where the file was not read: too large, unreadable);
+    read: whether its bytes were read (only then is its grade remembered by the grade cache).
+    """
+
+    path: Path
+    notebook: dict | None
+    problem: str | None
+    sha256: str
+    read: bool
+
+
+def read_submission(path: str | Path, limits: Limits) -> Submission:
+    """Read the file at `path` once, without running anything in it (see `Submission`)."""
+    path = Path(path)
     try:
         size = path.stat().st_size
         if size > limits.max_notebook_mb * 2**20:
-            return (
-                None,
-                f"the file is {size / 2**20:.0f} MB, more than the {limits.max_notebook_mb} MB limit",
-                b"",
-            )
+            why = f"the file is {size / 2**20:.0f} MB, more than the {limits.max_notebook_mb} MB limit"
+            return Submission(path, None, why, hashlib.sha256(b"").hexdigest(), False)
         raw = path.read_bytes()
     except OSError as exc:
-        return None, f"the file cannot be read ({exc.strerror or exc})", b""
+        why = f"the file cannot be read ({exc.strerror or exc})"
+        return Submission(path, None, why, hashlib.sha256(b"").hexdigest(), False)
+    notebook, problem = _parse(raw)
+    return Submission(path, notebook, problem, hashlib.sha256(raw).hexdigest(), True)
+
+
+def _parse(raw: bytes) -> tuple[dict | None, str | None]:
+    """(notebook, None), or (None, why the bytes are not a notebook)."""
     try:
         notebook = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return None, f"not valid notebook JSON: not UTF-8 text ({exc.reason} at byte {exc.start})", raw
+        return None, f"not valid notebook JSON: not UTF-8 text ({exc.reason} at byte {exc.start})"
     except json.JSONDecodeError as exc:
-        return None, f"not valid notebook JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", raw
+        return None, f"not valid notebook JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return None, "not a Jupyter notebook: the JSON has no list of cells", raw
-    return notebook, None, raw
+        return None, "not a Jupyter notebook: the JSON has no list of cells"
+    return notebook, None
+
+
+def collect(paths: Iterable[str | Path]) -> list[Path]:
+    """Submission files: each path itself, or the .ipynb files anywhere inside a folder (sorted, skipping
+    hidden folders such as .ipynb_checkpoints); a file named twice is listed once."""
+    found: dict[Path, Path] = {}
+    for p in map(Path, paths):
+        files = sorted(_notebooks_under(p)) if p.is_dir() else [p]
+        for file in files:
+            found.setdefault(file.resolve(), file)
+    return list(found.values())
+
+
+def _notebooks_under(folder: Path) -> list[Path]:
+    return [
+        p for p in folder.rglob("*.ipynb") if not any(s.startswith(".") for s in p.relative_to(folder).parts)
+    ]
 
 
 def _source(cell: Any) -> str | None:

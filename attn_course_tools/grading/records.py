@@ -1,12 +1,15 @@
-"""The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades.
+"""The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades and
+the gradebook's rows.
 
 `Step` is the one thing that crosses the sandbox's boundary both ways (in the job the grader writes, in the
 journal the sandbox writes back): `Step.to_json` and `Step.from_json` are its only serialisation.
-`SubmissionGrade.to_json` and `from_json` are how the grade cache (`attn_course_tools.grading.cache`) stores one.
+`SubmissionGrade.to_json` and `from_json` are how the grade cache (`attn_course_tools.grading.cache`) stores
+one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +23,7 @@ class Limits:
 
     cell_timeout: each exercise cell, and each call of the learner's code on one case;
     total_timeout: the whole submission, restarts included;
-    memory_mb: the sandbox's address space (RLIMIT_AS; importing torch alone maps about 3.5 GB);
+    memory_mb: the sandbox's address space (RLIMIT_AS), which must leave room for what importing torch maps;
     max_output_kb: what one cell or call may print; max_file_mb: the largest file the sandbox may write;
     max_notebook_mb: the largest notebook file the grader reads.
     """
@@ -146,3 +149,34 @@ class SubmissionGrade:
         exercises = {g["key"]: ExerciseGrade(**g) for g in data["exercises"]}
         notes, seconds = list(data["notes"]), data["seconds"]
         return cls(path, student, data["sha256"], exercises, notes, seconds, cached=True)
+
+
+def best(submissions: Sequence[SubmissionGrade], key: str) -> ExerciseGrade | None:
+    """The best grade of exercise `key` among one student's submissions, or None if none answers it."""
+    candidates = [s.exercises[key] for s in submissions if key in s.exercises]
+    return max(candidates, key=lambda g: g.points) if candidates else None
+
+
+@dataclass
+class Row:
+    """One student's line of the gradebook.
+
+    student: the roster's id where the student is on it, else the id the layout gave; name: the roster's
+    name ('' if none); submissions: the grades of the student's files; note: "no submission" for a roster
+    student who sent nothing, "not on the roster" for a student the roster does not list, else '';
+    number: the LMS's own number for the student (Canvas's user id, Moodle's participant id), where the
+    roster's id or the Canvas or Moodle layout gives it, else None.
+    """
+
+    student: str
+    name: str
+    submissions: list[SubmissionGrade]
+    note: str
+    number: str | None = None
+
+    def points(self, key: str) -> int | None:
+        """Points of exercise `key`: None if no submission answers it, 0 if the student sent nothing."""
+        found = best(self.submissions, key)
+        if found is None:
+            return 0 if self.note == "no submission" else None
+        return found.points

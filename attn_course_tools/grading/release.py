@@ -1,12 +1,12 @@
 """The release for graded work: the exercise notebooks with the model answers switched off, for students.
 
-    paths = build_release("release/", chapters=[1, 2])
+    paths = build_release("release/", exercises="exercises/", chapters=[1, 2])
 
-Each notebook of exercises/ is written as it is -- prose, exercise cells with their `# EXERCISE` markers,
-check cells, hints, metadata, so that `attn-course grade` finds and grades the cells as usual -- with three
-changes: the set-up cell asks for graded mode (`checks.chapter(N, graded=True)`, whose `solution()` says
-that solutions are off), the `# qK.solution()` lines are removed, and stored outputs are cleared. A
-README.md for the instructor goes with them.
+Each notebook of the course's exercises folder is written as it is -- prose, exercise cells with their
+`# EXERCISE` markers, check cells, hints, metadata, so that `attn-course grade` finds and grades the cells
+as usual -- with three changes: the set-up cell asks for graded mode (`checks.chapter(N, graded=True)`,
+whose `solution()` says that solutions are off), the `# qK.solution()` lines are removed, and stored
+outputs are cleared. A README.md for the instructor goes with them.
 
 Graded mode is a switch in the set-up cell rather than a flag in the notebook's metadata: a kernel cannot
 reliably find the notebook it runs in, while the set-up cell is plain code anyone can read. It keeps honest
@@ -21,7 +21,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import attn_course
 from attn_course import checks
 
 _CHAPTER = re.compile(r"ex0*(\d+)")
@@ -78,12 +77,17 @@ and use hidden inputs (`attn-course hidden-template`) so that hard-coded outputs
 """
 
 
-def build_release(out: str | Path, chapters: Sequence[int] | None = None) -> list[Path]:
+def build_release(
+    out: str | Path, chapters: Sequence[int] | None = None, *, exercises: str | Path
+) -> list[Path]:
     """Write the graded notebooks of `chapters` (default: all) and a README.md to `out`; return the notebooks.
 
-    Reads the notebooks from the course's exercises/ folder next to the package; ValueError if there is none.
+    Reads the notebooks from the course's exercises folder `exercises`: FileNotFoundError if it does not
+    exist, ValueError if it holds none of the chapters' notebooks.
     """
-    folder = Path(attn_course.__file__).resolve().parents[1] / "exercises"
+    folder = Path(exercises)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the exercises folder {folder} does not exist")
     wanted = sorted(set(chapters or checks.chapters()))
     for chapter in wanted:
         checks.chapter(chapter)  # ValueError for a chapter without exercises

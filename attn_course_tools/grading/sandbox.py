@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-import attn_course
+from attn_course_tools.grading.closure import package_roots
 from attn_course_tools.grading.reading import ExerciseCell
 from attn_course_tools.grading.records import Limits, Step
 from attn_course_tools.grading.sandbox_child import NOBODY, SERVER_COMMAND
@@ -97,8 +97,10 @@ def read_journal(path: Path) -> list[tuple[Step, dict]]:
 
 
 def _sandbox_env() -> dict[str, str]:
+    """The fork server's environment: one thread, no GPU, and the folders the grader imports the course's
+    packages from first on its path (a checkout or site-packages alike), so it grades with the same code."""
     env = dict(os.environ)
-    package_root = str(Path(attn_course.__file__).resolve().parents[1])
+    roots = dict.fromkeys(str(folder.parent) for folder in package_roots().values())
     env.update(
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
@@ -106,7 +108,7 @@ def _sandbox_env() -> dict[str, str]:
         PYTHONHASHSEED="0",
         MPLBACKEND="Agg",
         PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPATH=os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p),
+        PYTHONPATH=os.pathsep.join(p for p in (*roots, env.get("PYTHONPATH")) if p),
     )
     return env
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import torch
 
-import attn_course
 from attn_course import checks
-from attn_course_tools.grading.guard import Guard, checks_codes, protected_codes
+from attn_course_tools.grading.closure import package_roots
+from attn_course_tools.grading.guard import Guard, checks_codes, is_learner_file, protected_codes
 from attn_course_tools.grading.records import Limits, Step
 
 #: The sandbox's user and group when the grader runs as root.
@@ -114,12 +114,12 @@ def _enter_sandbox(job_dir: Path) -> None:
 
 
 def _readable_by_anyone() -> bool:
-    """Whether Python, its libraries and the course package can be read by any user: only then can the
+    """Whether Python, its libraries and the course's packages can be read by any user: only then can the
     sandbox run as `nobody` (a Python installed under /root, say, cannot be imported from by nobody)."""
     roots = {
         sysconfig.get_paths()["stdlib"],
         sysconfig.get_paths()["purelib"],
-        os.path.dirname(attn_course.__file__),
+        *map(str, package_roots().values()),
         os.path.dirname(os.path.realpath(sys.executable)),
     }
     for root in roots:
@@ -293,7 +293,7 @@ def _switch_off(dotted: str, key: str = "", name: str = "", why: str = "") -> di
         return {}
 
     def switched_off(*args: Any, **kwargs: Any) -> Any:
-        if checks.is_learner_frame(sys._getframe(1).f_code.co_filename):
+        if is_learner_file(sys._getframe(1).f_code.co_filename):
             reason = why or f"{key} asks you to write `{name}` yourself"
             raise RuntimeError(f"{dotted} is switched off while grading: {reason}")
         return original(*args, **kwargs)

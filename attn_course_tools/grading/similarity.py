@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from attn_course import checks
-from attn_course_tools.grading.reading import exercise_cells, read_notebook
-from attn_course_tools.grading.records import Limits, SubmissionGrade
+from attn_course_tools.grading.reading import exercise_cells
+from attn_course_tools.grading.records import SubmissionGrade
 from attn_course_tools.grading.report import attempted
 
 #: The score from which a pair is listed (see `tests/tools/grading/test_similarity.py` for its calibration).
@@ -311,14 +311,15 @@ def markdown(pairs: Sequence[Pair], students: int, threshold: float = THRESHOLD)
 
 
 def answer_sources(
-    submissions: Mapping[str, Sequence[SubmissionGrade]], limits: Limits
+    submissions: Mapping[str, Sequence[SubmissionGrade]], notebooks: Mapping[Path, dict | None]
 ) -> dict[str, dict[str, str]]:
-    """{exercise key: {student: the source of the student's answer cells}}, read back from the submissions
-    ({student: graded submissions}), for every exercise the student attempted (the first such file)."""
+    """{exercise key: {student: the source of the student's answer cells}}, from the submissions ({student:
+    graded submissions}) and the notebooks the grader read ({path: notebook, None if unreadable}), for
+    every exercise the student attempted (the first such file)."""
     answers: dict[str, dict[str, str]] = {}
     for student, graded in submissions.items():
         for submission in graded:
-            notebook = read_notebook(submission.path, limits)[0]
+            notebook = notebooks.get(submission.path)
             if notebook is None:
                 continue
             cells, _ = exercise_cells(notebook, list(submission.exercises))

@@ -1,12 +1,16 @@
 """`make book`: the course as a static HTML book, from the notebooks' stored outputs (nothing is executed).
 
-Sphinx with myst-nb, configured in `book/conf.py`: README, the chapters and the exercises, with math, figures,
-a table of contents, full-text search, and the widgets' stored state embedded so that the attention explorer
-and the playground show without a kernel. Every script and font comes from the build (`attn_course_tools.publish.vendor`).
-Each notebook is shown as `reading_view` gives it (the decks start from the same view): no `# NBVAL_...`
-lines, and a chapter's set-up cell (imports and seeding) shows only what it printed.
+Sphinx with myst-nb, configured in `book/conf.py`: README, the chapters, the exercises and the guides for
+instructors and maintainers, with math, figures, a table of contents, full-text search, and the widgets'
+stored state embedded so that the attention explorer and the playground show without a kernel. Every script
+and font comes from the build (`attn_course_tools.publish.vendor`). Each notebook is shown as `reading_view`
+gives it (the decks start from the same view): no `# NBVAL_...` lines, and a chapter's set-up cell (imports
+and seeding) shows only what it printed.
 
-    python -m attn_course_tools.publish.book --out build/book
+    python -m attn_course_tools.publish.book --root . --out build/book
+
+`--root` is the course's checkout (by default the current directory): the book is made of its README,
+notebooks/, exercises/ and guides (docs/, ARCHITECTURE.md), configured by its book/ folder.
 """
 
 from __future__ import annotations
@@ -22,16 +26,15 @@ from pathlib import Path
 
 import nbformat
 
-from attn_course_tools.publish.vendor import BOOK, vendor, widget_fonts_beside
-
-ROOT = Path(__file__).resolve().parents[1]
-BOOK_CONF = ROOT / "book"
+from attn_course_tools.checkout import add_root_option, parsed_checkout
+from attn_course_tools.publish.vendor import BOOK, NPM_CACHE, add_cache_option, vendor, widget_fonts_beside
 
 # nbval's instructions to the test run (`# NBVAL_CHECK_OUTPUT`, `# NBVAL_SKIP`, ...), one comment line each.
 NBVAL_MARK = re.compile(r"^[ \t]*#[ \t]*NBVAL_\w*[^\n]*(?:\n|\Z)", re.MULTILINE)
 HIDE_INPUT = "remove-input"  # the cell tag myst-nb (and the decks' exporter) honours: output shown, code not
 SET_UP_STATEMENTS = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Expr)
-SEEDING = "seed_everything"  # attn_course.training.runtime's: what a chapter's set-up cell calls after its imports
+# attn_course.training.runtime's: what a chapter's set-up cell calls after its imports
+SEEDING = "seed_everything"
 
 
 def without_nbval_marks(source: str) -> str:
@@ -86,23 +89,26 @@ def read_for_book(app, docname: str, source: list[str]) -> None:
     source[0] = nbformat.writes(view)
 
 
-def build_book(out: Path) -> Path:
-    """Sphinx + myst-nb over README, the chapters and the exercises, into `out`; returns its index page."""
-    assets = vendor(out.parent / (out.name + "-vendor"), BOOK)
-    run_sphinx(ROOT, out, assets)
+def build_book(root: Path, out: Path, npm_cache: Path) -> Path:
+    """Sphinx + myst-nb over the pages of the checkout `root` (README, chapters, exercises, guides), into
+    `out`; returns its index page. The scripts the pages load come from the tarballs in `npm_cache` (fetched
+    if missing)."""
+    assets = vendor(out.parent / (out.name + "-vendor"), BOOK, cache=npm_cache)
+    run_sphinx(root, out, assets, conf=root / "book")
     _widget_fonts_beside_pages(out, assets)
     (out / "index.html").write_text(_redirect("book/index.html"), encoding="utf-8")
     return out / "index.html"
 
 
-def run_sphinx(source: Path, out: Path, assets: Path) -> None:
-    """Sphinx with the course's configuration over the repository (or a folder laid out like it) at `source`.
+def run_sphinx(source: Path, out: Path, assets: Path, conf: Path) -> None:
+    """Sphinx over the repository (or a folder laid out like it) at `source`, configured by the folder `conf`
+    (the checkout's book/, with conf.py), its scripts and fonts from `assets`.
 
     Every page is read again (`-E`): how a notebook is shown lives in this module, which Sphinx does not
     watch, so a page it kept from the last build could show an older view.
     """
     env = {**os.environ, "ATTN_COURSE_VENDOR": str(assets)}
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(BOOK_CONF), "-E", "-W", "--keep-going"]
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(conf), "-E", "-W", "--keep-going"]
     command += ["-q", "-d", str(out.parent / (out.name + "-doctrees")), str(source), str(out)]
     subprocess.run(command, check=True, env=env, cwd=source)
 
@@ -123,10 +129,16 @@ def _redirect(target: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attn_course_tools.publish.book", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "book")
+    parser = argparse.ArgumentParser(
+        prog="python -m attn_course_tools.publish.book", description=__doc__.splitlines()[0]
+    )
+    add_root_option(parser)
+    parser.add_argument("--out", type=Path, help="the book's folder (default: build/book under --root)")
+    add_cache_option(parser)
     args = parser.parse_args(argv)
-    print(f"book: {build_book(args.out.resolve())}")
+    root = parsed_checkout(parser, args.root, "book", "notebooks")
+    out = (args.out or root / "build" / "book").resolve()
+    print(f"book: {build_book(root, out, (args.npm_cache or root / NPM_CACHE).resolve())}")
 
 
 if __name__ == "__main__":

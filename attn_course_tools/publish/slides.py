@@ -1,14 +1,17 @@
 """`make slides`: a reveal.js lecture deck per chapter, from the notebooks' stored outputs.
 
 nbconvert's reveal.js exporter with the template in `book/slides/`, applied to `slide_view(chapter)`: the
-chapter as the book shows it (`attn_course_tools.publish.book.reading_view`), its cells under their `slideshow` metadata
-(committed in the notebooks; `annotate_slides` gives a cell without one its default), narrative prose moved
-into speaker notes, long outputs trimmed. The images its markdown names (e.g. `figures/*.svg`) are copied
-beside the decks at the same relative path. Every script and font comes from the build
-(`attn_course_tools.publish.vendor`), so the decks run offline.
+chapter as the book shows it (`attn_course_tools.publish.book.reading_view`), its cells under their
+`slideshow` metadata (committed in the notebooks; `annotate_slides` gives a cell without one its default),
+narrative prose moved into speaker notes, long outputs trimmed. The images its markdown names (e.g.
+`figures/*.svg`) are copied beside the decks at the same relative path. Every script and font comes from the
+build (`attn_course_tools.publish.vendor`), so the decks run offline.
 
-    python -m attn_course_tools.publish.slides build --out build/slides
+    python -m attn_course_tools.publish.slides build --root . --out build/slides
     python -m attn_course_tools.publish.slides annotate notebooks/*.ipynb
+
+`--root` is the course's checkout (by default the current directory): the decks are made of its notebooks/,
+with the template and scripts of its book/ folder.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from pathlib import Path
 
 import nbformat
 
+from attn_course_tools.checkout import add_root_option, parsed_checkout
 from attn_course_tools.publish.book import HIDE_INPUT, reading_view
-from attn_course_tools.publish.vendor import SLIDES, vendor, widget_fonts_beside
+from attn_course_tools.publish.vendor import NPM_CACHE, SLIDES, add_cache_option, vendor, widget_fonts_beside
 
-ROOT = Path(__file__).resolve().parents[1]
-SLIDES_TEMPLATE = ROOT / "book" / "slides"
+#: Where, in the checkout's book/ folder, the decks' nbconvert template and the MathJax start-up script lie.
+TEMPLATE = Path("slides")
+MATHJAX_STARTUP = Path("static") / "mathjax-startup.js"
 
 HEADING = re.compile(r"^(#{1,6})\s")
 
@@ -177,24 +182,27 @@ def _trim_output(output: dict) -> None:
         output["data"]["text/plain"] = trim_text(output["data"]["text/plain"])
 
 
-def build_slides(out: Path, notebooks: list[Path] | None = None) -> list[Path]:
-    """A reveal.js deck per chapter in `out`, assets and an index page beside them; returns the decks.
+def build_slides(root: Path, out: Path, npm_cache: Path, notebooks: list[Path] | None = None) -> list[Path]:
+    """A reveal.js deck per chapter of the checkout `root` in `out`, assets and an index page beside them;
+    returns the decks.
 
-    The chapters are every `notebooks/*.ipynb`, in the order of their names, unless `notebooks` says.
+    The chapters are every `notebooks/*.ipynb` of `root`, in the order of their names, unless `notebooks`
+    says. The scripts the decks load come from the tarballs in `npm_cache` (fetched if missing).
     """
     out.mkdir(parents=True, exist_ok=True)
-    widget_fonts_beside(out, vendor(out, SLIDES))
-    return write_decks(out, notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")))
+    widget_fonts_beside(out, vendor(out, SLIDES, cache=npm_cache))
+    return write_decks(out, notebooks or sorted((root / "notebooks").glob("*.ipynb")), root / "book")
 
 
-def write_decks(out: Path, notebooks: list[Path]) -> list[Path]:
+def write_decks(out: Path, notebooks: list[Path], book_folder: Path) -> list[Path]:
     """The decks of `notebooks`, the images they show and the index page, into `out`; returns the decks.
 
-    The scripts they load are `build_slides`' job (a deck opened without them shows no slides).
+    `book_folder` is the checkout's book/, which holds the decks' template and MathJax start-up script. The
+    scripts they load are `build_slides`' job (a deck opened without them shows no slides).
     """
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(ROOT / "book" / "static" / "mathjax-startup.js", out / "mathjax-startup.js")
-    exporter = _exporter()
+    shutil.copyfile(book_folder / MATHJAX_STARTUP, out / MATHJAX_STARTUP.name)
+    exporter = _exporter(book_folder / TEMPLATE)
     decks, titles = [], []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
@@ -208,14 +216,14 @@ def write_decks(out: Path, notebooks: list[Path]) -> list[Path]:
     return decks
 
 
-def _exporter():
+def _exporter(template: Path):
     from nbconvert import SlidesExporter
     from traitlets.config import Config
 
     config = Config()
     config.SlidesExporter.update(
-        extra_template_basedirs=[str(SLIDES_TEMPLATE.parent)],
-        template_name=SLIDES_TEMPLATE.name,
+        extra_template_basedirs=[str(template.parent)],
+        template_name=template.name,
         reveal_url_prefix="reveal.js",
         reveal_theme="white",
         reveal_transition="none",
@@ -298,18 +306,29 @@ def _title(nb: nbformat.NotebookNode) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m attn_course_tools.publish.slides", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="a deck per chapter").add_argument(
-        "--out", type=Path, default=ROOT / "build" / "slides"
+def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
+    """The command line, and its `build` command's parser (which reports a wrong `--root`)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m attn_course_tools.publish.slides", description=__doc__.splitlines()[0]
     )
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="a deck per chapter")
+    add_root_option(build)
+    build.add_argument("--out", type=Path, help="the decks' folder (default: build/slides under --root)")
+    add_cache_option(build)
     annotate = commands.add_parser("annotate", help="give cells without slide metadata their default type")
     annotate.add_argument("notebooks", nargs="+", type=Path)
+    return parser, build
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser, build = _parser()
     args = parser.parse_args(argv)
     if args.command == "build":
-        decks = build_slides(args.out.resolve())
-        print(f"slides: {len(decks)} decks, {args.out.resolve() / 'index.html'}")
+        root = parsed_checkout(build, args.root, "book", "notebooks")
+        out = (args.out or root / "build" / "slides").resolve()
+        decks = build_slides(root, out, (args.npm_cache or root / NPM_CACHE).resolve())
+        print(f"slides: {len(decks)} decks, {out / 'index.html'}")
     else:
         for path in args.notebooks:
             print(f"{path}: {annotate_file(path)} cells given a slide type")

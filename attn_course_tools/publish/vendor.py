@@ -1,13 +1,14 @@
 """The scripts and fonts the book and the decks load, fetched from the npm registry at pinned versions.
 
 MathJax, RequireJS, the ipywidgets embedder and reveal.js are fetched once with `npm pack` (no dependencies,
-no install scripts), checked against the sha512 digest pinned here, cached under `build/npm/` and unpacked
-into the build. So a built page loads everything from the build itself and opens offline, from a file or
-from any static server.
+no install scripts), checked against the sha512 digest pinned here, kept in a cache folder the caller names
+(`make book` and `make slides`: build/npm/ in the checkout) and unpacked into the build. So a built page
+loads everything from the build itself and opens offline, from a file or from any static server.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import shutil
@@ -16,7 +17,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-NPM_CACHE = Path(__file__).resolve().parents[1] / "build" / "npm"
+#: Where the command lines keep the tarballs, under the checkout (their `--npm-cache` says otherwise).
+NPM_CACHE = Path("build") / "npm"
 WIDGET_DIST = Path("@jupyter-widgets/html-manager/dist")
 FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
 
@@ -66,11 +68,17 @@ SLIDES = (*BOOK, REVEAL)  # what the decks load
 VENDOR = SLIDES  # every pinned package
 
 
+def add_cache_option(parser: argparse.ArgumentParser) -> None:
+    """Give a command line the `--npm-cache` option: where the tarballs are kept (default: NPM_CACHE)."""
+    help_text = f"where the fetched scripts are kept (default: {NPM_CACHE} under --root)"
+    parser.add_argument("--npm-cache", type=Path, help=help_text)
+
+
 def sha512_integrity(path: Path) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
 
 
-def fetch(package: NpmPackage, cache: Path = NPM_CACHE) -> Path:
+def fetch(package: NpmPackage, cache: Path) -> Path:
     """The package's tarball in `cache`, fetched with `npm pack` if missing; refused if its digest differs."""
     cache.mkdir(parents=True, exist_ok=True)
     tarball = cache / package.tarball
@@ -90,8 +98,11 @@ def fetch(package: NpmPackage, cache: Path = NPM_CACHE) -> Path:
     return tarball
 
 
-def vendor(dest: Path, packages: tuple[NpmPackage, ...] = VENDOR, cache: Path = NPM_CACHE) -> Path:
-    """Unpack what the pages need of each package into `dest` (source maps left out); returns `dest`."""
+def vendor(dest: Path, packages: tuple[NpmPackage, ...] = VENDOR, *, cache: Path) -> Path:
+    """Unpack what the pages need of each package into `dest` (source maps left out); returns `dest`.
+
+    The tarballs come from `cache`, fetched there first if missing (`fetch`).
+    """
     for package in packages:
         with tarfile.open(fetch(package, cache)) as archive:
             for member in archive.getmembers():

@@ -59,7 +59,7 @@ def test_d2l_torch_imports_with_current_numpy_and_pandas():
 
 
 def test_pip_check_reports_only_d2ls_own_pins():
-    """`pip check` is clean except for d2l 1.0.3's hard pins, the one known exception (README)."""
+    """`pip check` is clean but for d2l 1.0.3's hard pins, the one known exception (docs/maintainers.md)."""
     out = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
     problems = [line for line in out.stdout.splitlines() if line.strip() and "No broken" not in line]
     unexpected = [line for line in problems if not line.startswith("d2l 1.0.3 ")]

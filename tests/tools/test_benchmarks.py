@@ -120,7 +120,7 @@ def test_bare_decoder_is_the_attention_decoder_with_a_fixed_context(corpus, name
     model = suites.new_model(CONFIG, corpus, "cpu", **options).eval()
     batch = corpus.dataset.collate([corpus.dataset[i] for i in range(3)])
     enc = model.encoder(batch.src, batch.src_valid_lens)
-    fixed = suites._fixed_context(enc)
+    fixed = suites.fixed_context(enc)
 
     def fixed_attention(queries, *_):
         batch_size, num_queries = queries.shape[:2]

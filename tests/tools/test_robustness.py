@@ -18,7 +18,8 @@ from attn_course.training.runtime import artifacts_dir, course_seed
 from attn_course_tools import robustness
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS = sorted(NOTEBOOKS.glob("*.ipynb"))
 CHECKED = "# NBVAL_CHECK_OUTPUT"
 # run: attn_course.course.dynamics.run, which trains one of chapter 9's models
 TRAINING_CALLS = {"train", "train_variant", "load_or_train", "BackgroundTraining", "run"}
@@ -97,13 +98,13 @@ def test_every_claim_is_checked_by_its_own_chapter_and_only_there():
             where.setdefault(key, []).append(path.name)
     assert set(where) == set(CLAIMS)
     for key, names in where.items():
-        assert names == [robustness.notebook(CLAIMS[key].chapter).name], (key, names)
+        assert names == [robustness.notebook(CLAIMS[key].chapter, NOTEBOOKS).name], (key, names)
 
 
 def test_training_chapters_take_their_seed_from_the_course_seed():
     """Every training call of a training chapter passes seed=SEED (course_seed()) or no seed at all."""
     for chapter in robustness.CHAPTERS:
-        source = "\n".join(code_cells(robustness.notebook(chapter)))
+        source = "\n".join(code_cells(robustness.notebook(chapter, NOTEBOOKS)))
         assert "SEED = course_seed()" in source and "seed_everything(0)" not in source, chapter
         calls = [
             node
@@ -229,6 +230,12 @@ def fake_run(seed: int, kernel: str, value: float, **extra) -> dict:
     }
 
 
+@pytest.fixture
+def known_machine(monkeypatch):
+    """Results name the machine's best kernels without starting torch in another process to ask."""
+    monkeypatch.setattr(robustness, "capability", lambda kernel=None: kernel or "avx2")
+
+
 def test_summary_gives_spread_margin_and_the_runs_that_missed():
     runs = [
         fake_run(0, "default", 92.0),
@@ -255,26 +262,30 @@ def test_margin_is_taken_on_the_worse_side_for_an_upper_bar():
     )
 
 
-def test_resuming_runs_only_the_chapters_not_done(monkeypatch):
+def test_resuming_runs_only_the_chapters_not_done(monkeypatch, known_machine):
     ran = []
     monkeypatch.setattr(
-        robustness, "run_setting", lambda setting, chapters: ran.append((setting, chapters)) or []
+        robustness,
+        "run_setting",
+        lambda setting, chapters, notebooks: ran.append((setting, chapters, notebooks)) or [],
     )
     done = [fake_run(0, "default", 95.0), fake_run(1, "default", 94.0) | {"chapter": "03", "claims": {}}]
-    results = robustness.run_matrix([0, 1], ["default"], [1], ["03", "04"], workers=1, done=done)
+    results = robustness.run_matrix(
+        [0, 1], ["default"], [1], ["03", "04"], notebooks=NOTEBOOKS, workers=1, done=done
+    )
     assert ran == [
-        (robustness.Setting(0, "default", 1), ["03"]),
-        (robustness.Setting(1, "default", 1), ["04"]),
+        (robustness.Setting(0, "default", 1), ["03"], NOTEBOOKS),
+        (robustness.Setting(1, "default", 1), ["04"], NOTEBOOKS),
     ]
     assert results["runs"] == sorted(done, key=lambda run: run["seed"])
     assert results["claims"]["ch04.bleu_10_30"]["runs"] == 1
 
 
-def test_merging_adds_a_chapter_measured_apart_and_a_later_run_replaces_its_twin():
+def test_merging_adds_a_chapter_measured_apart_and_a_later_run_replaces_its_twin(known_machine):
     def results(runs, chapters, threads):
         matrix = {"seeds": [0, 1], "kernels": ["default"], "threads": threads, "chapters": chapters,
                   "device": "cpu"}
-        return robustness._results(matrix, runs, 10.0)
+        return robustness.results_of(matrix, runs, 10.0)
 
     old = results([fake_run(0, "default", 90.0), fake_run(1, "default", 91.0)], ["04"], [1])
     rerun = fake_run(1, "default", 95.0)
@@ -305,6 +316,36 @@ def test_a_cpu_setting_hides_cuda_and_sets_every_variable(tmp_path):
     assert "ATEN_CPU_CAPABILITY" not in cuda and cuda.get("CUDA_VISIBLE_DEVICES") != ""
 
 
+def test_a_chapter_is_found_in_the_folder_given_and_a_missing_one_is_refused_by_name(tmp_path):
+    assert robustness.notebook("04", NOTEBOOKS).parent == NOTEBOOKS
+    expected = r"chapter '04': expected one notebook 04_\*\.ipynb in .*, found \[\]"
+    with pytest.raises(ValueError, match=expected):
+        robustness.notebook("04", tmp_path)
+
+
+def test_the_command_line_refuses_a_folder_that_is_not_the_checkout_and_names_the_option(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)  # --root defaults to the current directory
+    for argv in (["--out", "r.json"], ["--root", str(tmp_path), "--out", "r.json"]):
+        with pytest.raises(SystemExit) as stopped:
+            robustness.main(argv)
+        assert stopped.value.code == 2
+        assert "--root: " in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_runs_the_chapters_of_the_checkout_it_is_given(tmp_path, monkeypatch):
+    seen = []
+    nothing_run = {"claims": {}, "runs": [], "errors": [], "chapter_seconds": 0, "runtime_seconds": 0}
+    monkeypatch.setattr(robustness, "run_matrix", lambda *args, **kwargs: seen.append(kwargs) or nothing_run)
+    monkeypatch.setattr(robustness, "default_kernels", lambda: ["default"])
+    monkeypatch.setattr(robustness, "table", lambda results: "")
+    monkeypatch.chdir(tmp_path)
+    assert robustness.main(["--root", str(ROOT), "--out", "r.json", "--chapters", "04"]) == 0
+    assert seen[0]["notebooks"] == NOTEBOOKS and json.loads((tmp_path / "r.json").read_text()) == nothing_run
+
+
 @pytest.mark.slow
 def test_the_default_kernels_are_distinct_start_with_default_and_end_with_the_best():
     kernels = robustness.default_kernels()  # each one checked to be what torch really runs
@@ -318,7 +359,7 @@ def test_a_run_executes_the_chapter_with_the_settings_seed_kernel_and_threads(tm
         cells=[
             nbformat.v4.new_code_cell(
                 "import os, torch\n"
-                "from attn_course import claims\n"
+                "from attn_course.course import claims\n"
                 "from attn_course.training.runtime import artifacts_dir, course_seed\n"
                 "print(claims.check('ch04.bleu_10_30', 90 + course_seed()))\n"
                 "assert str(artifacts_dir()) == os.environ['EXPECTED_ARTIFACTS']"
@@ -327,17 +368,16 @@ def test_a_run_executes_the_chapter_with_the_settings_seed_kernel_and_threads(tm
         ]
     )
     nbformat.write(chapter, tmp_path / "04_fake.ipynb")
-    monkeypatch.setattr(robustness, "NOTEBOOKS", tmp_path)
     monkeypatch.setenv("EXPECTED_ARTIFACTS", str(tmp_path / "models"))
-    run = robustness.run_chapter("04", robustness.Setting(3, "default", 2), tmp_path / "models")
+    run = robustness.run_chapter("04", robustness.Setting(3, "default", 2), tmp_path / "models", tmp_path)
     assert run["error"] is None and run["claims"] == {"ch04.bleu_10_30": 93}
     assert run["actual"] == {"capability": "default", "threads": 2, "cuda": False}
-    failed = robustness.run_chapter("04", robustness.Setting(7, "default", 1), tmp_path / "models")
+    failed = robustness.run_chapter("04", robustness.Setting(7, "default", 1), tmp_path / "models", tmp_path)
     assert failed["error"] == "AssertionError: seed 7 fails" and failed["claims"] == {"ch04.bleu_10_30": 97}
 
 
 # ---------------------------------------------------------------------------------------------- the results
-RESULTS = robustness.load_results(claims.ROBUSTNESS_RESULTS) if claims.ROBUSTNESS_RESULTS.is_file() else None
+RESULTS = claims.measurements() if claims.ROBUSTNESS_RESULTS.is_file() else None
 
 
 #: Chapters whose claims have been measured with 1 thread only (5 seeds x 3 kernels): their 2-thread column
@@ -389,7 +429,7 @@ def test_every_run_ran_on_the_kernel_and_threads_it_names():
 
 
 def test_readme_shows_the_committed_table():
-    assert robustness.table(RESULTS) in (ROOT / "README.md").read_text()
+    assert robustness.table(RESULTS) in (ROOT / "docs" / "maintainers.md").read_text()
 
 
 def test_course_seed_and_artifacts_follow_the_environment(monkeypatch, tmp_path):

@@ -18,6 +18,7 @@ from attn_course import (
     Memory,
     masked_softmax,
 )
+from attn_course.attention.layers import LUONG_SCORES
 from attn_course.attention.scoring import (
     additive_scores,
     concat_scores,
@@ -138,6 +139,20 @@ def test_additive_attention_has_d2l_parameter_names_and_no_biases():
 )
 def test_luong_attention_has_the_papers_parameters_and_no_biases(layer, expected):
     assert {name: tuple(p.shape) for name, p in layer.named_parameters()} == expected
+
+
+@pytest.mark.parametrize("score", list(LUONG_SCORES))
+def test_luong_attention_builds_the_named_scores_class_which_attends_alike_when_built_directly(score):
+    options = {"concat": {"num_hiddens": 6}, "location": {"max_len": 9}}.get(score, {})
+    by_name = LuongAttention(score, 5, 5, **options)
+    direct = LUONG_SCORES[score](5, 5, *options.values())
+    assert type(by_name) is LUONG_SCORES[score] and by_name.score == score
+    assert f"score={score!r}" in repr(by_name)
+    direct.load_state_dict(by_name.state_dict())
+    queries, keys, lens = torch.randn(2, 3, 5), torch.randn(2, 7, 5), torch.tensor([7, 2])
+    for mine, theirs in zip(direct.attend(queries, direct.prepare(keys, keys, lens)),
+                            by_name.attend(queries, by_name.prepare(keys, keys, lens)), strict=True):
+        assert torch.equal(mine, theirs)
 
 
 # ---------------------------------------------------------------- scores equal the papers' equations
@@ -690,16 +705,15 @@ def test_additive_relu_score_is_w_v_relu_and_tanh_stays_the_default_bit_for_bit(
 
 
 def test_a_relu_attention_layer_never_takes_the_tanh_only_fast_form():
-    from attn_course.attention import fast
-
     torch.manual_seed(0)
     layer = AdditiveAttention(8, 8, 16, activation="relu")
     queries, keys = torch.randn(4, 30, 8), torch.randn(4, 40, 8)   # large: the fast form would pay
     with torch.no_grad():
-        plain = layer(queries, keys, keys)
-        with fast.enabled(layer):
-            assert layer.fast_scores
-            fast_context = layer(queries, keys, keys)
-    assert torch.equal(plain, fast_context)
+        plain = layer.attend(queries, layer.prepare(keys, keys))
+        fast_memory = layer.prepare(keys, keys, fast_scores=True)
+        assert fast_memory.fast_scores
+        fast_context = layer.attend(queries, fast_memory)
+    for mine, theirs in zip(fast_context, plain, strict=True):
+        assert torch.equal(mine, theirs)
     with pytest.raises(ValueError, match="activation='gelu'"):
         AdditiveAttention(8, 8, 16, activation="gelu")

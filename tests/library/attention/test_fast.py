@@ -1,4 +1,4 @@
-"""attn_course.attention.fast: every fast form equals the plain form it replaces, and decoding opts into them."""
+"""attn_course.attention.fast: every fast form equals the plain form it replaces; decoding opts into them."""
 
 from __future__ import annotations
 
@@ -133,61 +133,89 @@ def test_fast_additive_scores_refuse_what_the_plain_form_refuses_with_its_messag
     assert str(got.value) == str(plain.value)
 
 
-# ----------------------------------------------------------------------------------------------- enabled
+# ------------------------------------------------------------------------------------ memory.fast_scores
 def attention_layers():
     yield AdditiveAttention(key_size=5, query_size=4, num_hiddens=16)
     yield LuongAttention("concat", query_size=4, key_size=5, num_hiddens=16)
 
 
 @pytest.mark.parametrize("layer", list(attention_layers()), ids=["additive", "luong-concat"])
-def test_enabled_layers_attend_as_the_plain_layers_and_are_restored_after(layer):
+def test_a_memory_prepared_for_fast_scores_attends_as_the_plain_one_and_the_layer_is_untouched(layer,
+                                                                                              monkeypatch):
+    """The fast form is chosen by the memory, a value: the layer's attributes and parameters stay as they
+    were, and the weights and context equal the plain memory's."""
     torch.manual_seed(0)
     queries, keys = torch.randn(8, 6, 4), torch.randn(8, 40, 5)
     lens = torch.randint(1, 41, (8,))
-    memory = layer.prepare(keys, keys, lens)
+    before = (dict(vars(layer)), {k: v.clone() for k, v in layer.state_dict().items()})
+    sigmoid_form = spy_on_sigmoid_form(monkeypatch)
     with torch.no_grad():
-        plain = layer.attend(queries, memory)
-        with fast.enabled(layer) as returned:
-            assert returned is layer and layer.fast_scores
-            faster = layer.attend(queries, memory)
-    assert not layer.fast_scores
+        plain = layer.attend(queries, layer.prepare(keys, keys, lens))
+        assert not sigmoid_form
+        faster = layer.attend(queries, layer.prepare(keys, keys, lens, fast_scores=True))
+    assert any(sigmoid_form)
+    assert vars(layer).keys() == before[0].keys() and all(v is before[0][k] for k, v in vars(layer).items())
+    assert all(torch.equal(v, before[1][k]) for k, v in layer.state_dict().items())
     for mine, theirs in zip(faster, plain, strict=True):
         torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-6)
 
 
-def test_enabled_restores_each_layers_own_switch_even_when_the_block_raises():
-    model = build_model("luong", 12, 9, embed_size=6, encoder_hiddens=8, score="concat")
-    layer = model.decoder.attention
-    with pytest.raises(RuntimeError), fast.enabled(model):
-        assert layer.fast_scores
-        raise RuntimeError("stop")
-    assert layer.fast_scores is False
-    layer.fast_scores = True
-    with fast.enabled(model):
-        pass
-    assert layer.fast_scores is True
+def test_a_fast_memory_keeps_its_choice_when_rows_are_selected():
+    layer = AdditiveAttention(key_size=5, query_size=4, num_hiddens=16)
+    keys = torch.randn(3, 7, 5)
+    memory = layer.prepare(keys, keys, torch.tensor([7, 2, 5]), fast_scores=True)
+    assert memory.fast_scores and not layer.prepare(keys, keys).fast_scores
+    selected = fast.select_rows(memory, torch.tensor([2, 0]))
+    assert type(memory)(*selected).fast_scores is True
+
+
+def spy_on_sigmoid_form(monkeypatch) -> list[bool]:
+    """Record every answer of fast.sigmoid_form_pays (the sigmoid form was taken where one is True)."""
+    answers: list[bool] = []
+    pays = fast.sigmoid_form_pays
+
+    def spy(*args):
+        answers.append(pays(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(fast, "sigmoid_form_pays", spy)
+    return answers
 
 
 @pytest.mark.parametrize("search", [greedy_decode, beam_search])
 def test_decoding_scores_with_the_fast_form_and_finds_what_the_plain_form_finds(search, monkeypatch):
-    """The decoding benchmark times the fast form: greedy and beam search use it (and leave the layers
-    plain afterwards), with the same tokens and scores as the plain form gives them."""
+    """The decoding benchmark times the fast form: greedy and beam search use it (and leave the model as it
+    was), with the same tokens and scores as the plain form gives them."""
     torch.manual_seed(0)
     model = build_model("bahdanau", 12, 9, embed_size=8, encoder_hiddens=32)
     src = torch.randint(4, 12, (16, 20))
     lens = torch.randint(1, 21, (16,))
     options = dict(bos=BOS, eos=EOS, max_len=12) | ({"beam_size": 3} if search is beam_search else {})
-    sigmoid_form = []
-    pays = fast._sigmoid_form_pays
-    monkeypatch.setattr(fast, "_sigmoid_form_pays", lambda *a: sigmoid_form.append(pays(*a)) or pays(*a))
+    attributes = dict(vars(model.decoder.attention))
+    sigmoid_form = spy_on_sigmoid_form(monkeypatch)
     faster = search(model, src, lens, **options)
-    assert any(sigmoid_form) and model.decoder.attention.fast_scores is False
+    assert any(sigmoid_form) and vars(model.decoder.attention) == attributes
     with mock.patch.object(fast, "SIGMOID_FORM_MIN_SIZE", math.inf):         # the tanh form throughout
         plain = search(model, src, lens, **options)
     for mine, theirs in zip(faster, plain, strict=True):
         assert mine.tokens == theirs.tokens and mine.finished == theirs.finished
         assert math.isclose(mine.score, theirs.score, rel_tol=1e-5, abs_tol=1e-5)
         torch.testing.assert_close(mine.attention, theirs.attention, rtol=0, atol=1e-5)
+
+
+def test_teacher_forcing_takes_the_fast_form_only_when_asked(monkeypatch):
+    torch.manual_seed(0)
+    model = build_model("luong", 12, 9, embed_size=8, encoder_hiddens=32, score="concat").eval()
+    src, lens = torch.randint(4, 12, (16, 20)), torch.randint(1, 21, (16,))
+    tgt_in = torch.randint(4, 9, (16, 6))
+    sigmoid_form = spy_on_sigmoid_form(monkeypatch)
+    with torch.no_grad():
+        plain = model(src, lens, tgt_in)
+        assert not sigmoid_form
+        faster = model(src, lens, tgt_in, fast_scores=True)
+    assert any(sigmoid_form)
+    for mine, theirs in zip(faster, plain, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- index_select

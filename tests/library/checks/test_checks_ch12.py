@@ -6,14 +6,13 @@ course's own function is refused by name."""
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import pytest
 import torch
+from conftest import LearnersAnswers
 
 from attn_course import checks
-from attn_course.checks import ch12_real_sentences as ch12
 
 #: The share of a question's wrong answers whose message must name or locate the mistake.
 NAMED_AT_LEAST = 0.80
@@ -488,61 +487,37 @@ def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
     return [(b.count, b.bleu) for b in bins]
 """)
 
-CORRECT = [a for a in ANSWERS if a.phrases is None]
-WRONG = [a for a in ANSWERS if a.phrases is not None]
+JUDGED = LearnersAnswers(ANSWERS, lambda answer: define(answer.key, answer.source))
+CORRECT, WRONG = JUDGED.correct, JUDGED.wrong
 
 
-@functools.cache
-def verdict(index: int) -> checks.CheckResult:
-    answer = ANSWERS[index]
-    return checks.EXERCISES[answer.key].evaluate(define(answer.key, answer.source))
-
-
-def result(answer: Answer) -> checks.CheckResult:
-    return verdict(ANSWERS.index(answer))
-
-
-def names_its_mistake(answer: Answer) -> bool:
-    """Whether the diagnosis (the message before its "Failing case: ..." line) holds one of the phrases."""
-    diagnosis = result(answer).message.split("\nFailing case:")[0].lower()
-    return any(phrase.lower() in diagnosis for phrase in answer.phrases or ())
-
-
-@pytest.mark.parametrize("answer", CORRECT, ids=[f"{a.key}:{a.label}" for a in CORRECT])
+@pytest.mark.parametrize("answer", CORRECT, ids=JUDGED.ids(CORRECT))
 def test_correct_alternative_passes(answer: Answer) -> None:
-    outcome = result(answer)
-    assert outcome.passed, outcome.message
+    JUDGED.assert_passes(answer)
 
 
-@pytest.mark.parametrize("answer", WRONG, ids=[f"{a.key}:{a.label}" for a in WRONG])
+@pytest.mark.parametrize("answer", WRONG, ids=JUDGED.ids(WRONG))
 def test_wrong_answer_is_rejected_without_a_traceback(answer: Answer) -> None:
-    outcome = result(answer)
-    assert outcome.status == checks.FAILED, f"{answer.label} passes: {outcome.message}"
-    assert "Traceback" not in outcome.message
+    JUDGED.assert_rejected(answer)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_each_question_has_twelve_wrong_answers_four_correct_ones_and_names_most_mistakes(key: str) -> None:
     wrong_here = [a for a in WRONG if a.key == key]
     assert len(wrong_here) >= 12 and sum(a.key == key for a in CORRECT) >= 4
-    unnamed = [f"{a.label}: {result(a).message[:200]}" for a in wrong_here if not names_its_mistake(a)]
+    unnamed = JUDGED.unnamed(key)
     assert 1 - len(unnamed) / len(wrong_here) >= NAMED_AT_LEAST, "\n".join(unnamed)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_every_named_mistake_is_the_verdict_on_some_wrong_answer(key: str) -> None:
-    messages = [result(a).message for a in WRONG if a.key == key]
-    unreached = [m.hint for m in checks.EXERCISES[key].mistakes
-                 if not any(message.startswith(m.hint + "\n") for message in messages)]
+    unreached = JUDGED.unreached(key)
     assert not unreached, "no wrong answer is diagnosed with:\n" + "\n".join(unreached)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_the_course_function_itself_is_refused_by_name(key: str) -> None:
-    exercise = checks.EXERCISES[key]
-    for dotted in exercise.package:
-        outcome = exercise.evaluate(checks.resolve(dotted))
-        assert not outcome.passed and "package's own" in outcome.message
+    JUDGED.assert_package_refused(key)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -561,13 +536,13 @@ def test_crossing_cases_cover_one_word_ties_eos_peaks_a_reversal_and_every_prese
         for view in views:                                          # every presentation: the same a_t
             assert torch.equal(view[:tgt_len, :src_len].argmax(1), aligned), case.label
         assert not torch.allclose(views[2].sum(1), torch.ones(tgt_len + 1))
-        counts.append(exercise._reference(case.inputs)[0])
+        counts.append(exercise.reference(case.inputs)[0])
         if src_len > 1 and tgt_len > 1:                              # the <eos> column wins some rows
             assert (views[0][:tgt_len].argmax(1) == src_len).any(), case.label
     shipped = {c.spec["seed"]: c for c in exercise.cases()}
     assert shipped[302].inputs["src_len"] == shipped[302].inputs["tgt_len"] == 1
-    assert exercise._reference(shipped[306].inputs) == (15,) * 5                      # a reversal of 6
-    assert exercise._reference(shipped[301].inputs) == (1,) * 5                       # une voiture rouge
+    assert exercise.reference(shipped[306].inputs) == (15,) * 5                      # a reversal of 6
+    assert exercise.reference(shipped[301].inputs) == (1,) * 5                       # une voiture rouge
     assert len(set(counts)) > 5
 
 
@@ -576,7 +551,7 @@ def test_bleu_cases_cover_edges_empty_bins_open_ends_several_references_and_a_le
     cases = exercise.cases()
     inputs = [c.inputs for c in cases]
     assert any(n in i["edges"] for i in inputs for n in i["src_lengths"])                  # on an edge
-    bins = [b for c in cases if not c.inputs["outside"] for b in exercise._reference(c.inputs)]
+    bins = [b for c in cases if not c.inputs["outside"] for b in exercise.reference(c.inputs)]
     assert (0, None) in bins                                                                 # an empty bin
     assert any(i["edges"][-1] == float("inf") for i in inputs)
     assert {len(s) for i in inputs for s in i["reference_sets"]} == {1, 2, 3, 4}
@@ -585,24 +560,10 @@ def test_bleu_cases_cover_edges_empty_bins_open_ends_several_references_and_a_le
     assert all(isinstance(h, list) and all(isinstance(w, str) for w in h) for h in hypotheses)
 
 
-def test_the_bleu_variants_without_a_mistake_are_the_reference() -> None:
-    exercise = checks.EXERCISES["ch12.q2"]
-    hidden = {"seeds": [1001, 1002, 7], "cases": [dict(exercise.defaults, seed=s) for s in range(10)]}
-    for case in exercise.cases(hidden):
-        assert ch12._bins(case.inputs) == exercise._reference(case.inputs), case.label
-
-
-def test_the_crossing_variants_without_a_mistake_are_the_reference() -> None:
-    exercise = checks.EXERCISES["ch12.q1"]
-    hidden = {"seeds": [1001, 1002, 7], "cases": [dict(exercise.defaults, seed=s) for s in range(10)]}
-    for case in exercise.cases(hidden):
-        assert ch12._variant()(case.inputs) == exercise._reference(case.inputs), case.label
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_crossings_solution_runs_on_cuda() -> None:
     exercise = checks.EXERCISES["ch12.q1"]
     answer = define("ch12.q1", exercise.solution_code)
     for case in exercise.cases():
         on_gpu = dict(case.inputs, views=[v.cuda() for v in case.inputs["views"]])
-        assert exercise._call(answer, on_gpu) == exercise._reference(case.inputs)
+        assert exercise.call(answer, on_gpu) == exercise.reference(case.inputs)

@@ -5,12 +5,12 @@ answer, and an answer that hands the work to the course's own function is refuse
 
 from __future__ import annotations
 
-import functools
 import random
 from typing import NamedTuple
 
 import pytest
 import torch
+from conftest import LearnersAnswers
 
 from attn_course import checks
 from attn_course.checks import ch9_dynamics
@@ -634,61 +634,37 @@ def diagnose_attention(weights, src_valid_lens, tgt_valid_lens):""" + MASKS + ""
     return {"looking": "healthy", "near-uniform": "frozen", "collapsed": "lazy"}[verdict]
 """)
 
-CORRECT = [a for a in ANSWERS if a.phrases is None]
-WRONG = [a for a in ANSWERS if a.phrases is not None]
+JUDGED = LearnersAnswers(ANSWERS, lambda answer: define(answer.key, answer.source))
+CORRECT, WRONG = JUDGED.correct, JUDGED.wrong
 
 
-@functools.cache
-def verdict(index: int) -> checks.CheckResult:
-    answer = ANSWERS[index]
-    return checks.EXERCISES[answer.key].evaluate(define(answer.key, answer.source))
-
-
-def result(answer: Answer) -> checks.CheckResult:
-    return verdict(ANSWERS.index(answer))
-
-
-def names_its_mistake(answer: Answer) -> bool:
-    """Whether the diagnosis (the message before its "Failing case: ..." line) holds one of the phrases."""
-    diagnosis = result(answer).message.split("\nFailing case:")[0].lower()
-    return any(phrase.lower() in diagnosis for phrase in answer.phrases or ())
-
-
-@pytest.mark.parametrize("answer", CORRECT, ids=[f"{a.key}:{a.label}" for a in CORRECT])
+@pytest.mark.parametrize("answer", CORRECT, ids=JUDGED.ids(CORRECT))
 def test_correct_alternative_passes(answer: Answer) -> None:
-    outcome = result(answer)
-    assert outcome.passed, outcome.message
+    JUDGED.assert_passes(answer)
 
 
-@pytest.mark.parametrize("answer", WRONG, ids=[f"{a.key}:{a.label}" for a in WRONG])
+@pytest.mark.parametrize("answer", WRONG, ids=JUDGED.ids(WRONG))
 def test_wrong_answer_is_rejected_without_a_traceback(answer: Answer) -> None:
-    outcome = result(answer)
-    assert outcome.status == checks.FAILED, f"{answer.label} passes: {outcome.message}"
-    assert "Traceback" not in outcome.message
+    JUDGED.assert_rejected(answer)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_each_question_has_six_wrong_answers_two_correct_ones_and_names_most_mistakes(key: str) -> None:
     wrong_here = [a for a in WRONG if a.key == key]
     assert len(wrong_here) >= 6 and sum(a.key == key for a in CORRECT) >= 2
-    unnamed = [f"{a.label}: {result(a).message[:200]}" for a in wrong_here if not names_its_mistake(a)]
+    unnamed = JUDGED.unnamed(key)
     assert 1 - len(unnamed) / len(wrong_here) >= NAMED_AT_LEAST, "\n".join(unnamed)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_every_named_mistake_is_the_verdict_on_some_wrong_answer(key: str) -> None:
-    messages = [result(a).message for a in WRONG if a.key == key]
-    unreached = [m.hint for m in checks.EXERCISES[key].mistakes
-                 if not any(message.startswith(m.hint + "\n") for message in messages)]
+    unreached = JUDGED.unreached(key)
     assert not unreached, "no wrong answer is diagnosed with:\n" + "\n".join(unreached)
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_the_course_function_itself_is_refused_by_name(key: str) -> None:
-    exercise = checks.EXERCISES[key]
-    for dotted in exercise.package:
-        outcome = exercise.evaluate(checks.resolve(dotted))
-        assert not outcome.passed and "package's own" in outcome.message
+    JUDGED.assert_package_refused(key)
 
 
 def test_the_exposure_model_is_trained_without_touching_the_callers_random_state_or_threads() -> None:
@@ -696,17 +672,17 @@ def test_the_exposure_model_is_trained_without_touching_the_callers_random_state
     random.seed(5)
     expected, threads = torch.rand(3), torch.get_num_threads()
     torch.manual_seed(123)
-    ch9_dynamics._exposure_weights.cache_clear()
-    config, state = ch9_dynamics._exposure_weights(True)
+    ch9_dynamics.exposure_weights.cache_clear()
+    config, state = ch9_dynamics.exposure_weights(True)
     assert torch.equal(torch.rand(3), expected) and torch.get_num_threads() == threads
-    _, again = ch9_dynamics._exposure_weights.__wrapped__(True)
+    _, again = ch9_dynamics.exposure_weights.__wrapped__(True)
     assert all(torch.equal(state[name], again[name]) for name in state)
 
 
 def test_the_trained_exposure_model_shows_an_exposure_gap() -> None:
     case = checks.EXERCISES["ch9.q1"].cases()[2]                     # 40 test sentences
-    free, count = ch9_dynamics._reference_exposure(case.inputs)
-    forced, _ = ch9_dynamics._reference_exposure(case.inputs, free_running=False)
+    free, count = ch9_dynamics.reference_exposure(case.inputs)
+    forced, _ = ch9_dynamics.reference_exposure(case.inputs, free_running=False)
     total = sum(count)
     assert sum(f * n for f, n in zip(forced, count, strict=True)) / total > 0.6
     assert sum((a - b) * n for a, b, n in zip(forced, free, count, strict=True)) / total > 0.03
@@ -725,7 +701,7 @@ def test_every_generated_set_is_diagnosed_as_its_kind_in_every_presentation(kind
     extra = [dict(exercise.defaults, seed=seed, kind=kind) for seed in range(5)]
     hidden = {"seeds": [1001, 1002, 7], "cases": extra}
     for case in exercise.cases(hidden):
-        assert exercise._reference(case.inputs) == (case.spec["kind"],) * 5, case.label
+        assert exercise.reference(case.inputs) == (case.spec["kind"],) * 5, case.label
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -738,12 +714,12 @@ def test_solution_runs_on_cuda(key: str) -> None:
         if "views" in on_gpu:
             on_gpu["views"] = [v.cuda() for v in on_gpu["views"]]
         if key == "ch9.q1":
-            model = ch9_dynamics._exposure_model(case.inputs).cuda()
-            batch = ch9_dynamics._batch(case.inputs).to("cuda")
-            assert answer(model, batch) == exercise._reference(case.inputs)
+            model = ch9_dynamics.exposure_model(case.inputs).cuda()
+            batch = ch9_dynamics.exposure_batch(case.inputs).to("cuda")
+            assert answer(model, batch) == exercise.reference(case.inputs)
         elif key == "ch9.q2":
             continue
         else:
-            got = exercise._call(answer, on_gpu)
-            expected = exercise._reference(case.inputs)
+            got = exercise.call(answer, on_gpu)
+            expected = exercise.reference(case.inputs)
             assert got == expected if isinstance(expected, tuple) else torch.allclose(got, expected)

@@ -1,4 +1,5 @@
-"""Tests for attn_course.course.chapters: variants' sizes, training cached in checkpoints and in a second process."""
+"""Tests for attn_course.course.chapters: variants' sizes, one way from a recipe to a trained model, training
+cached in checkpoints and in a second process."""
 
 from dataclasses import replace
 
@@ -9,6 +10,7 @@ from attn_course.course import chapters as C
 from attn_course.data.tasks import Example
 from attn_course.models.decoders import LuongDecoder
 from attn_course.training.loop import TrainConfig
+from attn_course.training.runtime import seed_everything
 
 
 def small_reversal():
@@ -40,6 +42,29 @@ def test_local_p_decoder_is_used_for_local_p_variants():
     model = C.build_variant("local-p-general", data, replace(recipe, window=3))
     assert isinstance(model.decoder, LuongDecoder)
     assert model.decoder.alignment == "local-p" and model.decoder.window == 3
+
+
+def test_fit_batches_by_the_config_and_validates_unless_told_not_to():
+    data, recipe = small_reversal()                                     # 32 training pairs
+    config = TrainConfig(epochs=2, batch_size=8, lr=1e-2)
+    history = C.fit(C.build_variant("global-general", data, recipe), data, config, seed=0, device="cpu")
+    assert len(history.step_loss) == 2 * 4 and len(history.val_loss) == 2
+    assert history.lr == [1e-2] * 8                                     # the config's rate, taken whole
+    quiet = C.fit(C.build_variant("global-general", data, recipe), data, config, seed=0, validate=False,
+                  device="cpu")
+    assert quiet.val_loss == [] and len(quiet.train_loss) == 2
+
+
+def test_train_variant_is_the_variant_built_with_the_seed_then_fitted_with_the_recipes_training():
+    data, recipe = small_reversal()
+    recipe = replace(recipe, train=TrainConfig(epochs=2, batch_size=8, lr_decay=0.5))
+    model, history = C.train_variant("bahdanau", data, recipe, seed=2, device="cpu")
+    seed_everything(2)
+    twin = C.build_variant("bahdanau", data, recipe)
+    torch.rand(3)                                                       # fit seeds again before training
+    assert C.fit(twin, data, recipe.train, seed=2, device="cpu").step_loss == history.step_loss
+    for (name, a), b in zip(model.state_dict().items(), twin.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
 
 
 def test_load_or_train_reuses_a_checkpoint_only_for_the_same_settings(tmp_path):

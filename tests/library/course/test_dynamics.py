@@ -36,18 +36,6 @@ from attn_course.training.loop import (
 )
 
 
-def copy_loader(num_pairs=48, batch_size=16, seed=0):
-    examples = data.copy_task(num_pairs, min_len=2, max_len=6, vocab_size=8, seed=seed)
-    src_vocab, tgt_vocab = data.build_vocabs(examples)
-    dataset = data.TranslationDataset(examples, src_vocab, tgt_vocab)
-    return data.bucketed_loader(dataset, batch_size, seed=seed), src_vocab, tgt_vocab
-
-
-def tiny_model(src_vocab, tgt_vocab, kind="bahdanau", seed=0, **options):
-    torch.manual_seed(seed)
-    return build_model(kind, len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=16, **options)
-
-
 def reference_training(model, loader, epochs, lr, clip):
     """The training loop as it was before scheduled sampling, warm-up and the recorded norms."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -68,13 +56,13 @@ def reference_training(model, loader, epochs, lr, clip):
 
 # ------------------------------------------------------------------------------ teacher forcing, unchanged
 @pytest.mark.parametrize("clip", [1.0, None])
-def test_full_teacher_forcing_trains_bit_for_bit_as_the_loop_before_it(clip):
+def test_full_teacher_forcing_trains_bit_for_bit_as_the_loop_before_it(copy_loader, tiny_seq2seq, clip):
     loader, src_vocab, tgt_vocab = copy_loader()
-    ours, theirs = tiny_model(src_vocab, tgt_vocab), tiny_model(src_vocab, tgt_vocab)
+    ours, theirs = tiny_seq2seq(src_vocab, tgt_vocab), tiny_seq2seq(src_vocab, tgt_vocab)
     expected = reference_training(theirs, loader, 3, 1e-2, clip)
     loader, _, _ = copy_loader()                                         # a fresh loader: its epochs restart
-    history = train(ours, loader, epochs=3, lr=1e-2, clip=clip, device="cpu", progress=False,
-                    teacher_forcing=1.0)
+    config = TrainConfig(epochs=3, lr=1e-2, clip=clip, teacher_forcing=1.0)
+    history = train(ours, loader, config, device="cpu", progress=False)
     assert history.step_loss == expected
     for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
@@ -90,9 +78,9 @@ def test_train_config_records_the_new_options_with_defaults_that_change_nothing(
 
 
 # ------------------------------------------------------------------------------ scheduled sampling
-def test_ratio_one_step_by_step_gives_the_teacher_forcing_logits():
+def test_ratio_one_step_by_step_gives_the_teacher_forcing_logits(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab).eval()
+    model = tiny_seq2seq(src_vocab, tgt_vocab).eval()
     batch = next(iter(loader))
     with torch.no_grad():
         forced, _ = model(batch.src, batch.src_valid_lens, batch.tgt_in)
@@ -112,9 +100,9 @@ def recorded_inputs(model):
     return fed
 
 
-def test_ratio_zero_feeds_the_argmax_of_the_previous_step():
+def test_ratio_zero_feeds_the_argmax_of_the_previous_step(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab).eval()
+    model = tiny_seq2seq(src_vocab, tgt_vocab).eval()
     batch = next(iter(loader))
     fed = recorded_inputs(model)
     with torch.no_grad():
@@ -124,9 +112,10 @@ def test_ratio_zero_feeds_the_argmax_of_the_previous_step():
         assert torch.equal(fed[t], logits[:, t - 1].argmax(-1))
 
 
-def test_each_sentence_is_fed_the_gold_word_with_probability_ratio_and_gets_no_gradient_through_it():
+def test_each_sentence_is_fed_the_gold_word_with_probability_ratio_and_gets_no_gradient_through_it(
+        copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=400, batch_size=400)
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     batch = next(iter(loader))
     fed = recorded_inputs(model)
     logits = scheduled_sampling_logits(model, batch.src, batch.src_valid_lens, batch.tgt_in, 0.3,
@@ -142,23 +131,24 @@ def test_each_sentence_is_fed_the_gold_word_with_probability_ratio_and_gets_no_g
     assert logits.requires_grad and not any(y.requires_grad for y in fed)
 
 
-def test_scheduled_sampling_is_reproducible_and_leaves_the_global_generator_alone():
+def test_scheduled_sampling_is_reproducible_and_leaves_the_global_generator_alone(copy_loader, tiny_seq2seq):
     runs, states = {}, {}
     for ratio in (0.5, 1.0, 0.5):
         loader, src_vocab, tgt_vocab = copy_loader()
-        model = tiny_model(src_vocab, tgt_vocab)                         # reseeds the global generator
-        runs.setdefault(ratio, []).append(train(model, loader, epochs=2, device="cpu", progress=False,
-                                                teacher_forcing=ratio).step_loss)
+        model = tiny_seq2seq(src_vocab, tgt_vocab)                         # reseeds the global generator
+        config = TrainConfig(epochs=2, teacher_forcing=ratio)
+        history = train(model, loader, config, device="cpu", progress=False)
+        runs.setdefault(ratio, []).append(history.step_loss)
         states.setdefault(ratio, []).append(torch.get_rng_state())
     assert runs[0.5][0] == runs[0.5][1] and runs[0.5][0] != runs[1.0][0]
     assert torch.equal(states[0.5][0], states[1.0][0])                  # the coins come from elsewhere
     loader, src_vocab, tgt_vocab = copy_loader()
-    other = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, device="cpu", progress=False,
-                  teacher_forcing=0.5, seed=1).step_loss
+    other = train(tiny_seq2seq(src_vocab, tgt_vocab), loader, TrainConfig(epochs=2, teacher_forcing=0.5),
+                  device="cpu", progress=False, seed=1).step_loss
     assert other != runs[0.5][0]                                         # seed= picks other coins
 
 
-def test_a_schedule_is_called_with_the_global_step_and_its_ratio_recorded():
+def test_a_schedule_is_called_with_the_global_step_and_its_ratio_recorded(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader()
     steps = []
 
@@ -166,19 +156,20 @@ def test_a_schedule_is_called_with_the_global_step_and_its_ratio_recorded():
         steps.append(step)
         return max(0.0, 1 - step / 4)
 
-    history = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, device="cpu", progress=False,
-                    teacher_forcing=schedule)
+    config = TrainConfig(epochs=2, teacher_forcing=schedule)
+    history = train(tiny_seq2seq(src_vocab, tgt_vocab), loader, config, device="cpu", progress=False)
     assert steps == list(range(6))                                       # 3 batches x 2 epochs
     assert history.teacher_forcing == [1.0, 0.75, 0.5, 0.25, 0.0, 0.0]
 
 
-def test_a_ratio_outside_zero_one_is_refused_by_name():
-    loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab)
+def test_a_ratio_outside_zero_one_is_refused_by_name(copy_loader, tiny_seq2seq):
     with pytest.raises(ValueError, match=r"teacher_forcing must be a finite number in \[0, 1\], got 1.5"):
-        train(model, loader, epochs=1, device="cpu", progress=False, teacher_forcing=1.5)
+        TrainConfig(teacher_forcing=1.5)
+    loader, src_vocab, tgt_vocab = copy_loader()
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     with pytest.raises(ValueError, match=r"teacher_forcing\(step\) must be a finite number in \[0, 1\]"):
-        train(model, loader, epochs=1, device="cpu", progress=False, teacher_forcing=lambda step: -0.1)
+        train(model, loader, TrainConfig(epochs=1, teacher_forcing=lambda step: -0.1), device="cpu",
+              progress=False)
 
 
 # ------------------------------------------------------------------------------ the paper's decays
@@ -212,30 +203,31 @@ def test_decays_refuse_parameters_outside_the_papers_ranges():
 
 
 # ------------------------------------------------------------------------------ warm-up, norms, rates
-def test_warmup_ramps_the_rate_linearly_and_composes_with_the_epoch_decay():
+def test_warmup_ramps_the_rate_linearly_and_composes_with_the_epoch_decay(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader()                         # 3 steps per epoch
-    history = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=3, lr=0.01, lr_decay=0.5,
-                    warmup_steps=4, device="cpu", progress=False)
+    config = TrainConfig(epochs=3, lr=0.01, lr_decay=0.5, warmup_steps=4)
+    history = train(tiny_seq2seq(src_vocab, tgt_vocab), loader, config, device="cpu", progress=False)
     expected = [0.01 * 0.5 ** (i // 3) * min(1, (i + 1) / 4) for i in range(9)]
     assert history.lr == pytest.approx(expected)
     assert [warmup_factor(i, 4) for i in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert warmup_factor(0, None) == 1.0
     with pytest.raises(ValueError, match="warmup_steps must be an int >= 1, got 0"):
-        train(tiny_model(src_vocab, tgt_vocab), loader, epochs=1, warmup_steps=0, progress=False)
+        TrainConfig(warmup_steps=0)
 
 
-def test_warmup_leaves_the_optimizer_at_its_scheduled_rate():
+def test_warmup_leaves_the_optimizer_at_its_scheduled_rate(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-    train(model, loader, epochs=1, warmup_steps=10, optimizer=optimizer, device="cpu", progress=False)
+    train(model, loader, TrainConfig(epochs=1, warmup_steps=10), optimizer=optimizer, device="cpu",
+          progress=False)
     assert optimizer.param_groups[0]["lr"] == 0.02                       # the ramp is per step, not kept
 
 
 @pytest.mark.parametrize("clip", [1e-3, None])
-def test_the_recorded_gradient_norm_is_the_norm_before_clipping(clip):
+def test_the_recorded_gradient_norm_is_the_norm_before_clipping(copy_loader, tiny_seq2seq, clip):
     loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     twin = copy.deepcopy(model)
     batch = next(iter(loader))
     logits, _ = twin(batch.src, batch.src_valid_lens, batch.tgt_in)
@@ -243,7 +235,7 @@ def test_the_recorded_gradient_norm_is_the_norm_before_clipping(clip):
     expected = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in twin.parameters()
                                                      if p.grad is not None])).item()
     loader, _, _ = copy_loader()                                         # the same first batch again
-    history = train(model, loader, epochs=1, clip=clip, device="cpu", progress=False)
+    history = train(model, loader, TrainConfig(epochs=1, clip=clip), device="cpu", progress=False)
     assert history.grad_norm[0] == pytest.approx(expected, rel=1e-5)
     assert len(history.grad_norm) == len(history.step_loss) == 3
     if clip is not None:
@@ -260,12 +252,12 @@ def attention_of(model, batch):
 
 @pytest.mark.parametrize("options", [{"kind": "bahdanau"}, {"kind": "luong", "score": "general"},
                                      {"kind": "luong", "attention": "local-m", "window": 2}])
-def test_temperature_divides_the_scores_before_the_masked_softmax(options):
+def test_temperature_divides_the_scores_before_the_masked_softmax(copy_loader, tiny_seq2seq, options):
     loader, src_vocab, tgt_vocab = copy_loader()
     batch = next(iter(loader))
     kind = options.pop("kind")
-    plain = tiny_model(src_vocab, tgt_vocab, kind, decoder_hiddens=32, **options).eval()
-    hot, one = (tiny_model(src_vocab, tgt_vocab, kind, decoder_hiddens=32, attention_temperature=tau,
+    plain = tiny_seq2seq(src_vocab, tgt_vocab, kind, decoder_hiddens=32, **options).eval()
+    hot, one = (tiny_seq2seq(src_vocab, tgt_vocab, kind, decoder_hiddens=32, attention_temperature=tau,
                            **options).eval() for tau in (4.0, 1.0))
     hot.load_state_dict(plain.state_dict())
     one.load_state_dict(plain.state_dict())
@@ -343,9 +335,9 @@ def tiny_task():
     return chapters.TaskData(examples, [], examples[:20], src_vocab, tgt_vocab)
 
 
-def test_teacher_forced_accuracy_by_position_counts_argmax_hits_among_real_tokens():
+def test_teacher_forced_accuracy_by_position_counts_argmax_hits_among_real_tokens(tiny_seq2seq):
     task = tiny_task()
-    model = tiny_model(task.src_vocab, task.tgt_vocab).eval()
+    model = tiny_seq2seq(task.src_vocab, task.tgt_vocab).eval()
     accuracy, count = accuracy_by_position(model, task.test, task, batch_size=7)
     batch = data.make_batch(task.test, task.src_vocab, task.tgt_vocab)
     with torch.no_grad():
@@ -358,9 +350,9 @@ def test_teacher_forced_accuracy_by_position_counts_argmax_hits_among_real_token
     assert len(count) == 1 + max(len(e.tgt) for e in task.test)
 
 
-def test_free_running_feeds_the_models_own_words_and_agrees_at_the_first_position():
+def test_free_running_feeds_the_models_own_words_and_agrees_at_the_first_position(tiny_seq2seq):
     task = tiny_task()
-    model = tiny_model(task.src_vocab, task.tgt_vocab).eval()
+    model = tiny_seq2seq(task.src_vocab, task.tgt_vocab).eval()
     forced, count = accuracy_by_position(model, task.test, task)
     free, free_count = accuracy_by_position(model, task.test, task, free_running=True)
     assert free_count == count and free[0] == forced[0]                 # both read <bos> first
@@ -427,6 +419,8 @@ def test_a_model_option_of_run_builds_the_model_and_cannot_come_with_a_model():
     assert model.decoder.attention.temperature == 2.0 and len(history.train_loss) == 1
     with pytest.raises(ValueError, match="pass either model= or the model options"):
         dynamics.run(task, 0, model=model, init="xavier", epochs=1)
+    with pytest.raises(ValueError, match=r"\['temperature'\] are neither TrainConfig fields nor model"):
+        dynamics.run(task, 0, temperature=2.0)
 
 
 def test_paired_differences_match_each_seed_with_its_own_baseline():
@@ -453,23 +447,3 @@ def test_the_sign_test_is_the_two_sided_binomial_tail():
     assert sign_test([1.0] * 9 + [-1.0]) == pytest.approx(2 * 11 / 2**10)
     assert sign_test([1.0, -1.0] * 5) == 1.0 and sign_test([0.0, 0.0]) == 1.0
     assert sign_test([1.0, 1.0, 0.0]) == pytest.approx(0.5)             # a tie counts for neither side
-
-
-def fake_run(seed, variant, device="cpu"):
-    return {"seed": seed, "variant": variant, "bleu": float(seed)}
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_the_seed_study_runs_every_variant_with_every_seed_in_order_and_reports_as_it_goes(workers,
-                                                                                        monkeypatch):
-    from attn_course.course import dynamics
-
-    monkeypatch.setattr(dynamics, "study_run", fake_run)
-    seen = []
-    results = dynamics.seed_study([3, 5], workers=workers,
-                                  on_run=lambda partial: seen.append(len(partial["runs"])))
-    expected = [(seed, name) for seed in (3, 5) for name in dynamics.STUDY]
-    assert [(r["seed"], r["variant"]) for r in results["runs"]] == expected
-    assert seen == list(range(1, len(expected) + 1))
-    assert results["seeds"] == [3, 5] and results["config"]["baselines"] == dynamics.BASELINES
-    assert results["config"]["task"]["max_len"] == dynamics.TASK.max_len

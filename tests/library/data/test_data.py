@@ -1,4 +1,5 @@
-"""Tests of attn_course.data.tasks and its grammar (attn_course.data.toy_french): corpora, loader, Vocab, batches."""
+"""Tests of attn_course.data.tasks and its grammar (attn_course.data.toy_french): corpora, loader, Vocab,
+batches."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from attn_course.data import toy_french as tf
-from attn_course.data.tatoeba import sample_path
 from attn_course.data.tasks import (
     DATE_FORMATS,
     MONTHS,
@@ -26,7 +26,6 @@ from attn_course.data.tasks import (
     copy_task,
     date_task,
     load_corpus,
-    load_fra_eng,
     make_batch,
     padding_waste,
     preprocess_fra_eng,
@@ -36,6 +35,7 @@ from attn_course.data.tasks import (
     split,
     toy_translation,
 )
+from attn_course.data.tatoeba import load_fra_eng, sample_path
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""Tests of attn_course.data.tatoeba: the tokenizer, pair files, the shipped sample, fetch, any language pair."""
+"""Tests of attn_course.data.tatoeba: the tokenizer, pair files, the shipped sample, fetch, any language
+pair."""
 
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ import pytest
 
 from attn_course.course import chapters
 from attn_course.data import tatoeba
-from attn_course.data.tasks import Example, load_fra_eng, preprocess_fra_eng
+from attn_course.data.tasks import Example, preprocess_fra_eng
 from attn_course.data.tatoeba import (
     distinct_sources,
     fetch,
+    load_fra_eng,
     load_sample,
     read_pairs,
     reference_sets,
@@ -207,7 +209,7 @@ def test_load_sample_reads_all_76037_pairs_first_and_last_as_in_the_file():
 @pytest.mark.slow
 def test_the_sample_is_found_when_the_package_lives_outside_the_repository(tmp_path):
     site = tmp_path / "site"
-    shutil.copytree(Path(tatoeba.__file__).parent, site / "attn_course",
+    shutil.copytree(Path(tatoeba.__file__).parents[1], site / "attn_course",
                     ignore=shutil.ignore_patterns("__pycache__"))
     code = ("import attn_course.data.tatoeba as t; print(t.sample_path()); "
             "print(len(t.load_sample(num_pairs=5)))")
@@ -215,7 +217,7 @@ def test_the_sample_is_found_when_the_package_lives_outside_the_repository(tmp_p
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=120, check=True)
     path, count = result.stdout.split()
-    assert Path(path) == site / "attn_course" / "corpora" / "fra-eng.txt.xz"
+    assert Path(path) == site / "attn_course" / "data" / "corpora" / "fra-eng.txt.xz"
     assert count == "5"
 
 

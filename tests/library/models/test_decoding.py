@@ -11,7 +11,7 @@ from torch.nn import functional as F
 from attn_course.data import tasks as data
 from attn_course.models.decoding import beam_search, greedy_decode, length_penalty, translate
 from attn_course.models.seq2seq import build_model
-from attn_course.training.loop import train
+from attn_course.training.loop import TrainConfig, train
 
 BOS, EOS, UNK = 1, 2, 3
 A, B, C = 4, 5, 6
@@ -25,7 +25,7 @@ def copy_model():
     src_vocab, tgt_vocab = data.build_vocabs(examples)
     loader = data.bucketed_loader(data.TranslationDataset(examples, src_vocab, tgt_vocab), 16, seed=0)
     model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=16)
-    train(model, loader, epochs=5, lr=1e-2, device="cpu", progress=False, seed=0)
+    train(model, loader, TrainConfig(epochs=5, lr=1e-2), device="cpu", progress=False, seed=0)
     test = data.copy_task(6, min_len=2, max_len=7, vocab_size=8, seed=1)
     return model, src_vocab, tgt_vocab, data.make_batch(test, src_vocab, tgt_vocab)
 

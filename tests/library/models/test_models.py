@@ -159,8 +159,8 @@ def test_step_by_step_decoding_equals_teacher_forcing_for_every_decoder():
 
 
 def test_state_index_select_keeps_rows_of_every_part_of_the_state():
-    """Dropping, repeating and reordering sentences selects every part of the state (attn_course.attention.fast's
-    index_select, which also keeps shared tensors shared, is tested in test_fast.py)."""
+    """Dropping, repeating and reordering sentences selects every part of the state
+    (attn_course.attention.fast.index_select, which also keeps shared tensors shared: test_fast.py)."""
     src, lens, tgt_in = batch()
     index = torch.tensor([2, 0, 0, 3])
     for model in all_models("lstm"):
@@ -314,7 +314,7 @@ def test_plain_decoder_reads_one_fixed_context_at_every_step():
 @pytest.mark.parametrize("kind", ["bahdanau", "luong-concat-feeding", "luong-local-p"])
 def test_decoder_gradients_match_finite_differences(kind):
     options = {"bahdanau": {}, "luong-concat-feeding": dict(score="concat", input_feeding=True),
-               "luong-local-p": dict(score="general", attention="local-p", window=1, input_feeding=False)}
+               "luong-local-p": dict(score="general", alignment="local-p", window=1, input_feeding=False)}
     model_kind = kind.split("-")[0]
     decoder_cls = BahdanauDecoder if model_kind == "bahdanau" else LuongDecoder
     decoder = decoder_cls(5, 3, 3, enc_size=4, **options[kind]).double()
@@ -418,7 +418,9 @@ def test_score_activation_reaches_bahdanaus_attention_and_a_checkpoint_records_i
 
 def with_attention_dropout(model: Seq2Seq, p: float) -> Seq2Seq:
     """A copy of `model` (same weights) whose decoder attention drops its weights with probability p."""
-    options = {} if model.kind == "bahdanau" else luong_options(LUONG_CONFIGS[3])
+    config = ModelConfig(model.kind, V_SRC, V_TGT, **({} if model.kind == "bahdanau"
+                                                       else luong_options(LUONG_CONFIGS[3])))
+    options = config.decoder_options()            # the config's attention= is the decoder's alignment=
     enc_size = model.encoder.enc_size
     decoder = type(model.decoder)(V_TGT, E, H, enc_size=enc_size, attention_dropout=p, **options)
     copy = Seq2Seq(model.encoder, decoder)

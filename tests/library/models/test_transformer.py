@@ -16,7 +16,7 @@ from attn_course.attention.multihead import MultiHeadAttention, merge_heads, spl
 from attn_course.attention.positional import PositionalEncoding, sinusoidal_encoding
 from attn_course.models.decoding import beam_search, greedy_decode
 from attn_course.models.transformer import HeadView, Transformer, TransformerConfig
-from attn_course.training.loop import evaluate_loss, train
+from attn_course.training.loop import TrainConfig, evaluate_loss, train
 
 FAST = settings(max_examples=25, deadline=None)
 D, H = 8, 2
@@ -215,7 +215,7 @@ def test_transformer_has_seq2seq_interface_and_trains_with_the_course_loop() -> 
     model = tiny_model()
     batches = copy_batches()
     before = evaluate_loss(model, batches, device="cpu")
-    history = train(model, batches, epochs=4, lr=3e-3, device="cpu", progress=False, seed=0)
+    history = train(model, batches, TrainConfig(epochs=4, lr=3e-3), device="cpu", progress=False, seed=0)
     assert len(history.train_loss) == 4
     assert evaluate_loss(model, batches, device="cpu") < 0.8 * before
     src, lens, tgt_in, _, _ = batches[0]
@@ -248,7 +248,7 @@ def test_source_padding_does_not_change_the_outputs() -> None:
 
 def test_greedy_and_beam_search_decode_the_transformer_batched_as_alone() -> None:
     model = tiny_model()
-    train(model, copy_batches(), epochs=3, lr=3e-3, device="cpu", progress=False, seed=0)
+    train(model, copy_batches(), TrainConfig(epochs=3, lr=3e-3), device="cpu", progress=False, seed=0)
     src, lens, _, _, _ = copy_batches(1, seed=1)[0]
     batched = greedy_decode(model, src, lens, bos=1, eos=2, max_len=10)
     for i in range(3):

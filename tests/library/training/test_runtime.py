@@ -22,6 +22,13 @@ def test_seed_everything_repeats_every_generator_and_a_new_seed_changes_them():
     assert all(a != b for a, b in zip(draws(7), draws(8), strict=True))
 
 
+def test_seed_everything_refuses_a_seed_numpy_cannot_take_by_name():
+    for bad in (-1, 2**32, 1.5, True):
+        with pytest.raises(ValueError, match=r"seed must be an int in \[0, 4294967295\], got "):
+            seed_everything(bad)
+    assert draws(np.int64(7)) == draws(7)                           # a NumPy integer is an int
+
+
 def test_seed_everything_turns_tf32_off_for_cudnn(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
     assert torch.backends.cudnn.rnn.fp32_precision == "tf32"         # torch's default for cuDNN RNNs

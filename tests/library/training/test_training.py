@@ -11,8 +11,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from attn_course.data import tasks as data
-from attn_course.models.seq2seq import ModelConfig, Seq2Seq, build_model
+from attn_course.models.seq2seq import ModelConfig, Seq2Seq
 from attn_course.training.loop import (
     History,
     Noam,
@@ -26,17 +25,6 @@ from attn_course.training.loop import (
     train,
     warmup_factor,
 )
-
-
-def copy_loader(num_pairs=64, batch_size=16, seed=0):
-    examples = data.copy_task(num_pairs, min_len=2, max_len=6, vocab_size=8, seed=seed)
-    src_vocab, tgt_vocab = data.build_vocabs(examples)
-    dataset = data.TranslationDataset(examples, src_vocab, tgt_vocab)
-    return data.bucketed_loader(dataset, batch_size, seed=seed), src_vocab, tgt_vocab
-
-
-def tiny_model(src_vocab, tgt_vocab, kind="bahdanau", **options):
-    return build_model(kind, len(src_vocab), len(tgt_vocab), embed_size=8, encoder_hiddens=16, **options)
 
 
 # ----------------------------------------------------------------------------------------------- the loss
@@ -81,11 +69,11 @@ def test_masked_loss_rejects_bad_shapes_and_empty_batches():
 
 # ----------------------------------------------------------------------------------------------- training
 @pytest.mark.parametrize("kind", ["bahdanau", "luong"])
-def test_a_short_training_run_lowers_the_loss_on_the_copy_task(kind):
-    loader, src_vocab, tgt_vocab = copy_loader()
-    model = tiny_model(src_vocab, tgt_vocab, kind)
+def test_a_short_training_run_lowers_the_loss_on_the_copy_task(copy_loader, tiny_seq2seq, kind):
+    loader, src_vocab, tgt_vocab = copy_loader(64)
+    model = tiny_seq2seq(src_vocab, tgt_vocab, kind)
     before = evaluate_loss(model, loader, device="cpu")
-    history = train(model, loader, epochs=8, lr=1e-2, device="cpu", progress=False, seed=0)   # 32 steps
+    history = train(model, loader, TrainConfig(epochs=8, lr=1e-2), device="cpu", progress=False, seed=0)  # 32
     after = evaluate_loss(model, loader, device="cpu")
     assert len(history.step_loss) == 32 and len(history.train_loss) == 8
     assert after < 0.7 * before
@@ -93,42 +81,43 @@ def test_a_short_training_run_lowers_the_loss_on_the_copy_task(kind):
     assert not model.training                                            # train leaves the model in eval mode
 
 
-def test_training_is_reproducible_with_a_seed():
+def test_training_is_reproducible_with_a_seed(copy_loader, tiny_seq2seq):
     losses = []
     for run in range(2):
         loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)   # a fresh loader: its epochs restart
-        torch.manual_seed(1)
-        model = tiny_model(src_vocab, tgt_vocab, dropout=0.2)
+        model = tiny_seq2seq(src_vocab, tgt_vocab, dropout=0.2, seed=1)
         torch.rand(run + 1)                                         # the global generator moves on ...
-        losses.append(train(model, loader, epochs=2, device="cpu", progress=False, seed=3).step_loss)
+        history = train(model, loader, TrainConfig(epochs=2), device="cpu", progress=False, seed=3)
+        losses.append(history.step_loss)
     assert losses[0] == losses[1]                                   # ... but seed= resets dropout's draws
 
 
-def test_callback_runs_after_every_epoch_sees_validation_and_can_stop_training():
+def test_callback_runs_after_every_epoch_sees_validation_and_can_stop_training(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     seen = []
 
     def callback(epoch, history, model_):
         seen.append((epoch, len(history.train_loss), len(history.val_loss), model_ is model))
         return epoch == 1                                                # stop after the second epoch
 
-    history = train(model, loader, epochs=5, device="cpu", progress=False, val_loader=loader,
+    history = train(model, loader, TrainConfig(epochs=5), device="cpu", progress=False, val_loader=loader,
                     callback=callback)
     assert seen == [(0, 1, 1, True), (1, 2, 2, True)]
     assert isinstance(history, History) and len(history.seconds) == len(history.cpu_seconds) == 2
     assert history.val_perplexity == [math.exp(x) for x in history.val_loss]
 
 
-def test_lr_decay_multiplies_the_learning_rate_after_every_epoch():
+def test_lr_decay_multiplies_the_learning_rate_after_every_epoch(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     rates = []
-    train(model, loader, epochs=3, lr_decay=0.5, optimizer=optimizer, device="cpu", progress=False,
+    halving = TrainConfig(epochs=3, lr_decay=0.5)
+    train(model, loader, halving, optimizer=optimizer, device="cpu", progress=False,
           callback=lambda epoch, history, model_: rates.append(optimizer.param_groups[0]["lr"]))
     assert rates == pytest.approx([0.005, 0.0025, 0.00125])
-    train(model, loader, epochs=1, optimizer=optimizer, device="cpu", progress=False)
+    train(model, loader, TrainConfig(epochs=1), optimizer=optimizer, device="cpu", progress=False)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.00125)     # no decay unless asked
 
 
@@ -143,7 +132,7 @@ class FakeClock:
         return self.now
 
 
-def test_the_progress_bar_redraws_at_most_twice_a_second(monkeypatch):
+def test_the_progress_bar_redraws_at_most_twice_a_second(copy_loader, tiny_seq2seq, monkeypatch):
     """In a notebook every redraw is a widget message; one per batch overflowed the kernel's IOPub queue
     and made nbval time out waiting for a training cell's output."""
     import tqdm.std
@@ -171,15 +160,15 @@ def test_the_progress_bar_redraws_at_most_twice_a_second(monkeypatch):
     monkeypatch.setattr(tqdm.std.tqdm, "monitor_interval", 0)
     monkeypatch.setattr(training, "tqdm", Spy)
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=64, batch_size=2)  # 32 batches per epoch
-    train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, device="cpu", progress=True)
+    train(tiny_seq2seq(src_vocab, tgt_vocab), loader, TrainConfig(epochs=2), device="cpu", progress=True)
     during = redrawn_at[1:]  # the first draw is the empty bar, when it is created
     assert 1 <= len(during) < 64 / 4  # not one per batch
     assert all(later - earlier >= 0.5 for earlier, later in pairwise(during))
 
 
-def test_gradients_are_clipped_to_the_given_norm(monkeypatch):
+def test_gradients_are_clipped_to_the_given_norm(copy_loader, tiny_seq2seq, monkeypatch):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     norms = []
     clip = torch.nn.utils.clip_grad_norm_
 
@@ -190,22 +179,33 @@ def test_gradients_are_clipped_to_the_given_norm(monkeypatch):
         return before
 
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
-    train(model, loader, epochs=1, lr=1e-3, clip=1e-3, device="cpu", progress=False)
+    train(model, loader, TrainConfig(epochs=1, lr=1e-3, clip=1e-3), device="cpu", progress=False)
     assert norms and max(norms) <= 1e-3 * (1 + 1e-4)
 
 
-def test_train_rejects_bad_arguments():
-    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = tiny_model(src_vocab, tgt_vocab)
+def test_a_train_config_refuses_a_bad_field_by_name_when_it_is_made():
     with pytest.raises(ValueError, match="epochs must be an int >= 0, got -1"):
-        train(model, loader, epochs=-1, progress=False)
+        TrainConfig(epochs=-1)
+    with pytest.raises(ValueError, match="batch_size must be an int >= 1, got 0"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="lr must be a finite number > 0, got 0"):
+        TrainConfig(lr=0)
     with pytest.raises(ValueError, match="clip must be a finite number > 0, got 0"):
-        train(model, loader, epochs=1, clip=0, progress=False)
+        TrainConfig(clip=0)
     for bad in (0, 1.5, True):
         with pytest.raises(ValueError, match=r"lr_decay must be a finite number in \(0, 1\], got "):
-            train(model, loader, epochs=1, lr_decay=bad, progress=False)
+            TrainConfig(lr_decay=bad)
+    with pytest.raises(ValueError, match="lr_schedule=0.5, expected None or a callable"):
+        TrainConfig(lr_schedule=0.5)
+
+
+def test_train_refuses_what_is_not_a_train_config_and_batches_without_their_fields(copy_loader, tiny_seq2seq):
+    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
+    with pytest.raises(ValueError, match=r"config is a dict, expected a TrainConfig: train\(model, load"):
+        train(model, loader, {"epochs": 1}, progress=False)
     with pytest.raises(ValueError, match="a batch must have the fields"):
-        train(model, [torch.zeros(2, 3)], epochs=1, device="cpu", progress=False)
+        train(model, [torch.zeros(2, 3)], TrainConfig(epochs=1), device="cpu", progress=False)
 
 
 # ------------------------------------------------------------------------ scheduled sampling's coin and feed
@@ -221,13 +221,16 @@ def recorded_inputs(model):
     return fed
 
 
-def big_batch(num_pairs=300):
-    loader, src_vocab, tgt_vocab = copy_loader(num_pairs=num_pairs, batch_size=num_pairs)
-    torch.manual_seed(0)
-    return next(iter(loader)), tiny_model(src_vocab, tgt_vocab)
+@pytest.fixture
+def big_batch(copy_loader, tiny_seq2seq):
+    """A factory: big_batch(num_pairs=300) -> (one batch of num_pairs copy pairs, a tiny model)."""
+    def make(num_pairs=300):
+        loader, src_vocab, tgt_vocab = copy_loader(num_pairs=num_pairs, batch_size=num_pairs)
+        return next(iter(loader)), tiny_seq2seq(src_vocab, tgt_vocab)
+    return make
 
 
-def test_a_coin_per_sequence_makes_every_step_of_a_sentence_read_the_same_source():
+def test_a_coin_per_sequence_makes_every_step_of_a_sentence_read_the_same_source(big_batch):
     batch, model = big_batch()
     fed = recorded_inputs(model)
     with torch.no_grad():
@@ -243,7 +246,7 @@ def test_a_coin_per_sequence_makes_every_step_of_a_sentence_read_the_same_source
     assert int(only_gold.sum()) > 30 and int(only_free.sum()) > 30
 
 
-def test_a_coin_per_word_mixes_the_sources_within_a_sentence():
+def test_a_coin_per_word_mixes_the_sources_within_a_sentence(big_batch):
     batch, model = big_batch()
     fed = recorded_inputs(model)
     with torch.no_grad():
@@ -256,7 +259,7 @@ def test_a_coin_per_word_mixes_the_sources_within_a_sentence():
     assert int(mixed.sum()) > 30
 
 
-def test_sampled_feeding_draws_the_models_word_from_its_softmax_with_the_generator():
+def test_sampled_feeding_draws_the_models_word_from_its_softmax_with_the_generator(big_batch):
     batch, model = big_batch()
     fed = recorded_inputs(model)
     with torch.no_grad():
@@ -270,7 +273,7 @@ def test_sampled_feeding_draws_the_models_word_from_its_softmax_with_the_generat
     assert not bool(argmax.all())                                  # a sample is not always the argmax
 
 
-def test_sampled_words_follow_the_softmax_probabilities():
+def test_sampled_words_follow_the_softmax_probabilities(big_batch):
     batch, model = big_batch(num_pairs=400)
     fed = recorded_inputs(model)
     with torch.no_grad():
@@ -283,17 +286,17 @@ def test_sampled_words_follow_the_softmax_probabilities():
     assert float(chosen.mean()) == pytest.approx(float(expected.mean()), abs=0.02)
 
 
-def test_train_passes_the_coin_and_feed_on_and_refuses_unknown_ones():
+def test_train_passes_the_coin_and_feed_on_and_refuses_unknown_ones(copy_loader, tiny_seq2seq):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=32)
     losses = {}
     for coin, feed in (("word", "argmax"), ("sequence", "argmax"), ("word", "sample")):
-        torch.manual_seed(0)
-        losses[coin, feed] = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=1, device="cpu",
-                                   progress=False, teacher_forcing=0.5, coin=coin, feed=feed).step_loss
+        config = TrainConfig(epochs=1, teacher_forcing=0.5, coin=coin, feed=feed)
+        losses[coin, feed] = train(tiny_seq2seq(src_vocab, tgt_vocab), loader, config, device="cpu",
+                                   progress=False).step_loss
     assert len(set(map(tuple, losses.values()))) == 3
-    model = tiny_model(src_vocab, tgt_vocab)
+    model = tiny_seq2seq(src_vocab, tgt_vocab)
     with pytest.raises(ValueError, match=r"coin='batch', expected one of \('word', 'sequence'\)"):
-        train(model, loader, epochs=1, coin="batch", progress=False)
+        TrainConfig(coin="batch")
     with pytest.raises(ValueError, match=r"feed='top2', expected one of \('argmax', 'sample'\)"):
         scheduled_sampling_logits(model, *next(iter(loader))[:2], next(iter(loader)).tgt_in, 0.5,
                                   feed="top2")
@@ -318,17 +321,17 @@ def test_noams_rise_is_the_linear_warmup_ramp_up_to_its_peak():
         assert noam(step) == pytest.approx(noam.peak * warmup_factor(step, 30))
 
 
-def test_train_multiplies_the_rate_by_lr_schedule_and_records_it():
-    loader, src_vocab, tgt_vocab = copy_loader()                   # 4 batches per epoch
+def test_train_multiplies_the_rate_by_lr_schedule_and_records_it(copy_loader, tiny_seq2seq):
+    loader, src_vocab, tgt_vocab = copy_loader(64)                 # 4 batches per epoch
     noam = Noam(d_model=16, warmup_steps=3)
-    history = train(tiny_model(src_vocab, tgt_vocab), loader, epochs=2, lr=2.0, lr_schedule=noam,
-                    device="cpu", progress=False)
+    config = TrainConfig(epochs=2, lr=2.0, lr_schedule=noam)
+    history = train(tiny_seq2seq(src_vocab, tgt_vocab), loader, config, device="cpu", progress=False)
     assert history.lr == pytest.approx([2.0 * noam(i) for i in range(8)])
     assert asdict(TrainConfig(lr_schedule=noam))["lr_schedule"] == {"d_model": 16, "warmup_steps": 3}
     with pytest.raises(ValueError, match="warmup_steps must be an int >= 1, got 0"):
         Noam(d_model=16, warmup_steps=0)
     with pytest.raises(ValueError, match=r"lr_schedule\(step\) must be a finite number >= 0"):
-        train(tiny_model(src_vocab, tgt_vocab), loader, epochs=1, lr_schedule=lambda step: -1.0,
+        train(tiny_seq2seq(src_vocab, tgt_vocab), loader, TrainConfig(epochs=1, lr_schedule=lambda i: -1.0),
               device="cpu", progress=False)
 
 
@@ -336,10 +339,10 @@ def test_train_multiplies_the_rate_by_lr_schedule_and_records_it():
 @pytest.mark.parametrize("options", [dict(kind="bahdanau", cell="lstm", num_layers=2),
                                      dict(kind="luong", score="location", max_len=9, attention="local-p"),
                                      dict(kind="plain")])
-def test_checkpoint_round_trip_rebuilds_the_same_model(tmp_path, options):
+def test_checkpoint_round_trip_rebuilds_the_same_model(copy_loader, tiny_seq2seq, tmp_path, options):
     loader, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = tiny_model(src_vocab, tgt_vocab, **options)
-    train(model, loader, epochs=1, device="cpu", progress=False)
+    model = tiny_seq2seq(src_vocab, tgt_vocab, **options)
+    train(model, loader, TrainConfig(epochs=1), device="cpu", progress=False)
     path = save_checkpoint(model, tmp_path / "model.pt", src_tokens=src_vocab.idx_to_token, note="copy")
     loaded, metadata = load_checkpoint(path, device="cpu")
     assert metadata == {"src_tokens": src_vocab.idx_to_token, "note": "copy"}
@@ -365,17 +368,17 @@ def test_load_checkpoint_names_the_format_of_an_older_checkpoint(tmp_path):
         load_checkpoint(tmp_path / "old.pt")
 
 
-def test_checkpoint_records_the_model_config_as_plain_values(tmp_path):
+def test_checkpoint_records_the_model_config_as_plain_values(copy_loader, tiny_seq2seq, tmp_path):
     _, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    model = tiny_model(src_vocab, tgt_vocab, kind="luong", score="concat", attn_hiddens=5)
+    model = tiny_seq2seq(src_vocab, tgt_vocab, kind="luong", score="concat", attn_hiddens=5)
     stored = torch.load(save_checkpoint(model, tmp_path / "model.pt"), weights_only=True)["config"]
     assert stored == asdict(model.config) and ModelConfig(**stored) == model.config
     assert (stored["encoder_hiddens"], stored["attn_hiddens"], stored["window"]) == (16, 5, None)
 
 
-def test_save_checkpoint_needs_a_model_built_from_a_config(tmp_path):
+def test_save_checkpoint_needs_a_model_built_from_a_config(copy_loader, tiny_seq2seq, tmp_path):
     _, src_vocab, tgt_vocab = copy_loader(num_pairs=16)
-    built = tiny_model(src_vocab, tgt_vocab)
+    built = tiny_seq2seq(src_vocab, tgt_vocab)
     assembled = Seq2Seq(built.encoder, built.decoder)
     with pytest.raises(ValueError, match="has no ModelConfig"):
         save_checkpoint(assembled, tmp_path / "model.pt")

@@ -21,8 +21,7 @@ from torch import nn
 
 from attn_course.data.tasks import Example, TranslationDataset, Vocab, bucketed_loader, toy_translation
 from attn_course.models.seq2seq import build_model
-from attn_course.training.loop import train
-from attn_course.view import plot
+from attn_course.training.loop import TrainConfig, train
 from attn_course.view.plot import LiveLoss, heatmap, loss_figure
 from attn_course.view.widgets import (
     DEFAULT_KEYS,
@@ -150,13 +149,14 @@ def test_live_loss_redraws_one_display_in_place_after_every_epoch(monkeypatch):
         return Handle()
 
     monkeypatch.setattr(IPython.display, "display", display)
-    monkeypatch.setattr(plot, "_in_ipython", lambda: True)
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())   # as in a notebook's kernel
     examples = toy_translation(16, min_len=3, max_len=5, seed=0)
     src_vocab, tgt_vocab = Vocab([e.src for e in examples]), Vocab([e.tgt for e in examples])
     loader = bucketed_loader(TranslationDataset(examples, src_vocab, tgt_vocab), 8, seed=0)
     model = build_model("bahdanau", len(src_vocab), len(tgt_vocab), embed_size=4, encoder_hiddens=4)
     live = LiveLoss(epochs=3)
-    history = train(model, loader, epochs=3, val_loader=loader, device="cpu", progress=False, callback=live)
+    history = train(model, loader, TrainConfig(epochs=3), val_loader=loader, device="cpu", progress=False,
+                    callback=live)
     assert [kind for kind, _ in shown] == ["display", "update", "update"]
     train_line, val_line = live.figure.axes[0].get_lines()
     assert list(train_line.get_ydata()) == history.train_loss
@@ -165,10 +165,14 @@ def test_live_loss_redraws_one_display_in_place_after_every_epoch(monkeypatch):
                for _, image in shown)                      # an image view whatever matplotlib's backend
 
 
-def test_live_loss_displays_nothing_outside_ipython():
+def test_live_loss_displays_nothing_outside_ipython(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *args, **kwargs: shown.append(args))
     live = LiveLoss()
     fig = live.draw([2.0, 1.0], [2.5, 1.5])
-    assert live.figure is fig and live._handle is None
+    assert live.figure is fig and shown == []
 
 
 # --------------------------------------------------------------------------------------------- plot.heatmap

@@ -12,10 +12,11 @@ import io
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
-from test_grading import LIMITS, hostile_batch
+from grading_cases import EX01, LIMITS, ROOT, hostile_batch, place, student_of
 
 from attn_course import checks
 from attn_course_tools.cli import main
@@ -31,12 +32,12 @@ from attn_course_tools.grading import (
     grade,
     grade_many,
     gradebook_rows,
+    read_submission,
     write_gradebook,
 )
-from attn_course_tools.grading import batch as batch_module
+from attn_course_tools.grading.cache import grader_version
+from attn_course_tools.grading.closure import package_roots
 
-ROOT = Path(__file__).resolve().parents[3]
-EX01 = "ex01_masked_softmax.ipynb"
 KEYS = ["ch1.q1", "ch1.q2"]
 
 
@@ -192,9 +193,42 @@ def test_the_cache_key_changes_with_what_the_grade_depends_on() -> None:
 
 
 def test_the_grader_version_covers_the_checks_source() -> None:
-    from attn_course_tools.grading.cache import grader_version
-
     assert len(grader_version()) == 64 and grader_version() == grader_version()
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A copy of the course's two packages, {package: its folder}, to edit."""
+    folder = tmp_path_factory.mktemp("packages")
+    ignore = shutil.ignore_patterns("__pycache__")
+    roots = package_roots()
+    return {name: Path(shutil.copytree(root, folder / name, ignore=ignore)) for name, root in roots.items()}
+
+
+def test_the_grader_version_ignores_modules_grading_never_imports(package_copy: dict[str, Path]) -> None:
+    before = grader_version(package_copy)
+    assert before == grader_version()  # the copy's sources are the course's own
+    for unrelated in (
+        package_copy["attn_course"] / "view" / "widgets.py",
+        package_copy["attn_course_tools"] / "publish" / "book.py",
+        package_copy["attn_course_tools"] / "robustness.py",
+    ):
+        unrelated.write_text(unrelated.read_text() + "\n# edited\n")
+    assert grader_version(package_copy) == before
+
+
+def test_the_grader_version_changes_with_a_check_or_the_sandbox(package_copy: dict[str, Path]) -> None:
+    before = grader_version(package_copy)
+    for judged in (
+        package_copy["attn_course"] / "checks" / "ch1_masking.py",
+        package_copy["attn_course"] / "attention" / "masking.py",  # a reference the checks call
+        package_copy["attn_course_tools"] / "grading" / "sandbox_child.py",
+    ):
+        original = judged.read_text()
+        judged.write_text(original + "\n# edited\n")
+        assert grader_version(package_copy) != before, judged
+        judged.write_text(original)
+    assert grader_version(package_copy) == before
 
 
 def test_grades_the_grader_could_not_finish_are_not_remembered(tmp_path: Path) -> None:
@@ -211,53 +245,27 @@ def test_an_unreadable_cache_entry_is_graded_again(tmp_path: Path) -> None:
     assert GradeCache(tmp_path, version="v1").load("k", Path("a.ipynb"), "a") is None
 
 
-def test_a_second_run_grades_only_new_or_changed_files_and_force_grades_all(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    graded: list[str] = []
-
-    def fake_grade(task: Task, sandboxes: object) -> SubmissionGrade:
-        graded.append(task.student)
-        digest = hashlib.sha256(task.path.read_bytes()).hexdigest()
-        return SubmissionGrade(task.path, task.student, digest, {}, [], 0.1)
-
-    monkeypatch.setattr(batch_module, "_grade", fake_grade)
+def test_a_second_run_grades_only_new_or_changed_files_and_force_grades_all(tmp_path: Path) -> None:
     files = {s: tmp_path / f"{s}.ipynb" for s in ("alice", "bob", "carol")}
     for student, path in files.items():
         path.write_text(json.dumps({"cells": [], "student": student}))
-    tasks = [Task(p, s, tuple(KEYS), None, Limits()) for s, p in files.items()]
+
+    def tasks() -> list[Task]:  # each run reads the files afresh, as `grade` does
+        return [Task(read_submission(p, Limits()), s, (), None, Limits()) for s, p in files.items()]
+
     cache = GradeCache(tmp_path / "cache", version="v1")
-    first = grade_many(tasks, cache=cache)
+    first = grade_many(tasks(), cache=cache)
+    assert [r.cached for r in first] == [False, False, False]
     files["bob"].write_text(json.dumps({"cells": [], "student": "bob", "resubmitted": True}))
-    graded.clear()
-    second = grade_many(tasks, cache=cache)
-    assert graded == ["bob"]
+    second = grade_many(tasks(), cache=cache)
     assert [r.cached for r in second] == [True, False, True]
     assert [r.student for r in second] == [r.student for r in first]
-    graded.clear()
-    grade_many(tasks, cache=cache, force=True)
-    assert graded == ["alice", "bob", "carol"]
+    assert second[1].sha256 == hashlib.sha256(files["bob"].read_bytes()).hexdigest()
+    assert [r.cached for r in grade_many(tasks(), cache=cache, force=True)] == [False, False, False]
 
 
 # ------------------------------------------------------------------------------------------------
 # For real: every layout, two jobs
-
-
-def place(root: Path, layout: str, number: int, student: str, source: Path) -> Path:
-    """Put one student's ex01 where `layout` keeps it; the id the layout gives is checked by the caller."""
-    where = {
-        "folder": root / student / EX01,
-        "nbgrader": root / "submitted" / student / "ps1" / EX01,
-        "canvas": root / f"{student}_{1000 + number}_{5000 + number}_{EX01}",
-        "moodle": root / f"{student}_{2000 + number}_assignsubmission_file_" / EX01,
-    }[layout]
-    where.parent.mkdir(parents=True, exist_ok=True)
-    where.write_bytes(source.read_bytes())
-    return where
-
-
-def student_of(layout: str, student_id: str) -> str:
-    return student_id.rsplit("_", 1)[0] if layout in ("canvas", "moodle") else student_id
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
+from grading_cases import ANSWER, DISGUISED, PASTED, ROOT, notebook, write
 from learner_answers import ANSWERS
-from test_grading import notebook, write
-from test_similarity import ANSWER, DISGUISED, PASTED
 
 from attn_course import checks
 from attn_course_tools.cli import main
@@ -21,7 +20,6 @@ from attn_course_tools.grading.judging import mistake_names, named_mistake
 from attn_course_tools.grading.report import OTHER, report_paths, summarise, to_reteach, write_class_report
 from attn_course_tools.grading.sections import SECTIONS, section
 
-ROOT = Path(__file__).resolve().parents[3]
 Q1, Q2 = checks.EXERCISES["ch1.q1"], checks.EXERCISES["ch1.q2"]
 INVERTED, WRONG_AXIS = Q1.mistakes[2].hint, Q2.mistakes[0].hint
 

@@ -14,8 +14,7 @@ from types import FrameType
 
 import pytest
 import torch
-from test_class_grading import place, student_of
-from test_grading import LIMITS, notebook, write
+from grading_cases import LIMITS, ROOT, notebook, place, student_of, write
 
 import attn_course.attention.masking as masking
 from attn_course import checks
@@ -40,13 +39,15 @@ CHEATERS = {
     "by_sys_modules": (
         "ch1.q2",
         "import sys\n\n\ndef masked_softmax(scores, valid_lens=None):\n"
-        "    return sys.modules['attn_course.attention.layers'].masked_softmax_unchecked(scores, valid_lens)\n",
+        "    layers = sys.modules['attn_course.attention.layers']\n"
+        "    return layers.masked_softmax_unchecked(scores, valid_lens)\n",
     ),
     "by_getframe": (
         "ch1.q1",
         "import inspect\n\n\ndef sequence_mask(X, valid_len, value=0):\n"
         "    frame = inspect.currentframe().f_back\n"
-        "    return frame.f_globals['resolve']('attn_course.attention.masking.sequence_mask')(X, valid_len, value)\n",
+        "    found = frame.f_globals['resolve']('attn_course.attention.masking.sequence_mask')\n"
+        "    return found(X, valid_len, value)\n",
     ),
     "by_traceback": (
         "ch1.q1",
@@ -61,30 +62,33 @@ CHEATERS = {
         "ch1.q1",
         "import importlib\n"
         + ORIGINAL
-        + "\n\nmasking = importlib.import_module('attn_course.' + 'gniksam'[::-1])\n"
+        + "\n\nmasking = importlib.import_module('attn_course.attention.' + 'gniksam'[::-1])\n"
         "_mine = _original(masking.sequence_mask)\n\n\n"
         "def sequence_mask(X, valid_len, value=0):\n    return _mine(X, valid_len, value)\n",
     ),
     "by_inspect": (
         "ch1.q1",
         "import inspect\nimport attn_course\n\n"
-        "sequence_mask = inspect.getclosurevars(attn_course.attention.masking.sequence_mask).nonlocals['original']\n",
+        "_found = inspect.getclosurevars(attn_course.attention.masking.sequence_mask)\n"
+        "sequence_mask = _found.nonlocals['original']\n",
     ),
     "by_checks_closure": (
         "ch1.q1",
         ORIGINAL + "\n\nfrom attn_course.checks import ch1_masking\n\n"
-        "_right = _original(ch1_masking._sequence_mask_variant)(lambda j, n: j < n)\n\n\n"
+        "_build = _original(ch1_masking._sequence_mask_case)  # the checks' own case builder\n"
+        "try:\n    _build({})\nexcept Exception:\n    pass\n\n\n"
         "def sequence_mask(X, valid_len, value=0):\n"
-        "    return _right({'X': X, 'valid_len': valid_len, 'value': value})\n",
+        "    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]\n"
+        "    return X.masked_fill(~keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)\n",
     ),
 }
 
-ROOT = Path(__file__).resolve().parents[3]
 EX06, EX09, EX10 = "ex06_decoding.ipynb", "ex09_training_dynamics.ipynb", "ex10_diagnosing_attention.ipynb"
 
 REASONS = {
     "by_gc": "your code called `gc.get_objects()`",
-    "by_sys_modules": "your code called the course's own `attn_course.attention.masking.masked_softmax_unchecked`",
+    "by_sys_modules": "your code called the course's own "
+    "`attn_course.attention.masking.masked_softmax_unchecked`",
     "by_getframe": "your code called `sys._getframe()` (or `inspect.currentframe()`)",
     "by_traceback": "your code called the course's own `attn_course.attention.masking.sequence_mask`",
     "by_importlib": "your code called the course's own `attn_course.attention.masking.sequence_mask`",

@@ -25,14 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_grading import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, _define, digest, notebook, write
+from grading_cases import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, defined, digest, notebook, write
 
-import attn_course
 from attn_course import checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import gradescope
+from attn_course_tools.grading.closure import GRADESCOPE, archive_name, grading_modules
 from attn_course_tools.grading.gradescope import build_bundle
 
+EXERCISES = ROOT / "exercises"
 HIDDEN = {"ch1.q2": {"cases": [{"num_keys": 9, "seed": 5}], "seeds": [77]}}
 EX01 = "exercises/ex01_masked_softmax.ipynb"
 
@@ -104,9 +105,15 @@ def check_schema(results: dict) -> None:
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("bundles")
     return {
-        "hidden": build_bundle(folder / "hidden" / "autograder.zip", hidden=HIDDEN, limits=LIMITS),
+        "hidden": build_bundle(
+            folder / "hidden" / "autograder.zip", exercises=EXERCISES, hidden=HIDDEN, limits=LIMITS
+        ),
         "plain": build_bundle(
-            folder / "plain" / "autograder.zip", chapters=[1], visibility="after_due_date", limits=LIMITS
+            folder / "plain" / "autograder.zip",
+            exercises=EXERCISES,
+            chapters=[1],
+            visibility="after_due_date",
+            limits=LIMITS,
         ),
     }
 
@@ -115,22 +122,63 @@ def mode(bundle: zipfile.ZipFile, name: str) -> int:
     return bundle.getinfo(name).external_attr >> 16
 
 
-def test_the_zip_holds_the_scripts_at_its_root_and_the_packages_source(bundles: dict[str, Path]) -> None:
-    package = Path(attn_course.__file__).resolve().parent
-    sources = {f"attn_course/{p.relative_to(package).as_posix()}" for p in package.rglob("*.py")}
+def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
+    bundles: dict[str, Path],
+) -> None:
+    modules = grading_modules(GRADESCOPE)
+    sources = {archive_name(name, path): path for name, path in modules.items()}
     with zipfile.ZipFile(bundles["plain"]) as bundle:
         names = bundle.namelist()
         modes = {name: mode(bundle, name) for name in names}
-    assert {"setup.sh", "run_autograder", "README.md"} <= set(names)
-    assert {n for n in names if n.startswith("attn_course/")} == sources
-    assert "attn_course_tools/grading/gradescope.py" in names and "attn_course/checks/core.py" in names
+        assert all(bundle.read(name) == path.read_bytes() for name, path in sources.items())
+    assert set(names) == {"setup.sh", "run_autograder", "README.md"} | set(sources)
+    for needed in (
+        "attn_course_tools/grading/gradescope.py",
+        "attn_course_tools/grading/sandbox_child.py",
+        "attn_course_tools/__init__.py",
+        "attn_course/checks/core.py",
+        "attn_course/attention/masking.py",
+    ):
+        assert needed in names
+    for unrelated in ("attn_course/view/", "attn_course_tools/publish/", "attn_course_tools/robustness.py"):
+        assert not any(name.startswith(unrelated) for name in names), unrelated
+    assert "attn_course_tools/cli.py" not in names and "attn_course_tools/grading/release.py" not in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    assert set(names) == {"setup.sh", "run_autograder", "README.md"} | sources
     for name in ("run_autograder", "setup.sh"):
         assert stat.S_ISREG(modes[name]) and modes[name] & 0o111 == 0o111, oct(modes[name])
     with zipfile.ZipFile(bundles["plain"]) as bundle:
         assert bundle.read("run_autograder").startswith(b"#!/usr/bin/env bash\n")
         assert bundle.read("setup.sh").startswith(b"#!/usr/bin/env bash\n")
+
+
+#: Run with the unpacked zip first on the path: the files the course's modules were imported from.
+IMPORTS_FROM_THE_ZIP = """
+import json, sys
+import attn_course_tools.grading.gradescope, attn_course_tools.grading.sandbox_child, attn_course.checks
+{imports}
+course = [m for m in sys.modules if m.split(".")[0] in ("attn_course", "attn_course_tools")]
+print(json.dumps(sorted(sys.modules[m].__file__ for m in course)))
+"""
+
+
+@pytest.mark.slow
+def test_the_zips_sources_alone_import_the_grader_and_every_module_the_checks_name(
+    bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    """Unpacked on its own, the zip's source imports the grader, the sandbox and every module the
+    exercises switch off by name, all from the zip: nothing grading needs was left out."""
+    unzip(bundles["hidden"], tmp_path)
+    modules = sorted({d.rpartition(".")[0] for e in checks.EXERCISES.values() for d in e.package})
+    code = IMPORTS_FROM_THE_ZIP.format(imports="".join(f"import {m}\n" for m in modules))
+    run = subprocess.run(
+        [sys.executable, "-c", f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{code}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    files = json.loads(run.stdout.splitlines()[-1])
+    assert files and all(Path(f).resolve().is_relative_to(tmp_path.resolve()) for f in files), files
 
 
 def test_hidden_inputs_are_shipped_only_when_asked(bundles: dict[str, Path]) -> None:
@@ -216,7 +264,7 @@ def test_setup_sh_is_bash_and_installs_this_environments_torch_from_the_cpu_inde
 
 
 # The third-party distributions the grader imports: top-level modules that appear in sys.modules when the
-# grader is imported, whose files lie outside the standard library and the course's package.
+# grader is imported, whose files lie outside the standard library and the course's two packages.
 IMPORTED = """
 import importlib.metadata, json, sys, sysconfig
 from pathlib import Path
@@ -226,7 +274,7 @@ import attn_course_tools.grading.gradescope
 paths = sysconfig.get_paths()
 stdlib = Path(paths["stdlib"]).resolve()
 site = [Path(paths[k]).resolve() for k in ("purelib", "platlib")]
-package = Path(attn_course.__file__).resolve().parent
+course = [Path(m.__file__).resolve().parent for m in (attn_course, attn_course_tools)]
 distributions = importlib.metadata.packages_distributions()
 found = {}
 for name in {name.split(".")[0] for name in set(sys.modules) - before}:
@@ -234,7 +282,7 @@ for name in {name.split(".")[0] for name in set(sys.modules) - before}:
     for file in filter(None, [getattr(module, "__file__", None), *getattr(module, "__path__", [])]):
         path = Path(file).resolve()
         outside_stdlib = any(path.is_relative_to(s) for s in site) or not path.is_relative_to(stdlib)
-        if path.exists() and outside_stdlib and not path.is_relative_to(package):
+        if path.exists() and outside_stdlib and not any(path.is_relative_to(c) for c in course):
             found[name] = distributions.get(name, [])
 print(json.dumps(found))
 """
@@ -269,13 +317,16 @@ def test_the_command_writes_the_zip_and_says_what_it_holds(
     hidden = tmp_path / "hidden.json"
     hidden.write_text(json.dumps(HIDDEN))
     out = tmp_path / "autograder.zip"
-    assert main(["gradescope", "--out", str(out), "--hidden", str(hidden), "--chapter", "1"]) == 0
+    argv = ["gradescope", "--out", str(out), "--hidden", str(hidden), "--chapter", "1"]
+    assert main([*argv, "--exercises", str(EXERCISES)]) == 0
     printed = capsys.readouterr().out
     with zipfile.ZipFile(out) as bundle:
         assert json.loads(bundle.read("hidden.json")) == HIDDEN
         assert "--chapter 1" in bundle.read("run_autograder").decode()
     assert str(out) in printed
-    for name in ("setup.sh", "run_autograder", "README.md", "hidden.json", "attn_course/"):
+    for name in (
+        "setup.sh", "run_autograder", "README.md", "hidden.json", "attn_course/", "attn_course_tools/"
+    ):
         assert name in printed
     assert "chapters: 1" in printed and "hidden inputs: yes" in printed
 
@@ -296,8 +347,17 @@ def test_build_bundle_refuses_what_gradescope_or_the_grader_could_not_use(
     tmp_path: Path, kwargs: dict
 ) -> None:
     with pytest.raises(ValueError):
-        build_bundle(tmp_path / "autograder.zip", **kwargs)
+        build_bundle(tmp_path / "autograder.zip", exercises=EXERCISES, **kwargs)
     assert not (tmp_path / "autograder.zip").exists()
+
+
+def test_the_command_names_the_exercises_option_when_its_folder_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "autograder.zip"
+    assert main(["gradescope", "--out", str(out), "--exercises", str(tmp_path / "nowhere")]) == 2
+    assert f"--exercises {tmp_path / 'nowhere'}: no such folder" in capsys.readouterr().err
+    assert not out.exists()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -405,7 +465,7 @@ def test_points_and_feedback_are_those_attn_course_grade_gives_the_same_notebook
 
 @pytest.mark.slow
 def test_hidden_inputs_shipped_in_the_zip_fail_an_answer_the_shipped_cases_pass(graded: dict) -> None:
-    assert checks.EXERCISES["ch1.q2"].evaluate(_define(NARROW)).passed
+    assert checks.EXERCISES["ch1.q2"].evaluate(defined(NARROW)).passed
     q2 = by_key(graded["runs"]["wrong"][2])["ch1.q2"]
     assert q2["score"] == 0 and "Failing case: scores of shape (2, 3, 9)" in q2["output"]
 
@@ -563,7 +623,7 @@ def test_a_full_solution_set_is_graded_within_gradescopes_default_limits(tmp_pat
             for path in procs:
                 Path(path).write_text(str(os.getpid()))
 
-        bundle = build_bundle(tmp_path / "autograder.zip")
+        bundle = build_bundle(tmp_path / "autograder.zip", exercises=EXERCISES)
         solutions = {p.name: p for p in sorted((ROOT / "solutions").glob("ex*.ipynb"))}
         started = time.monotonic()
         status, output, results = simulate(bundle, tmp_path / "autograder", solutions, enter=enter)

@@ -9,11 +9,11 @@ notebooks, the step record and the limits are tested without one."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
+from grading_cases import LIMITS, Q1, Q2, SOLVED, defined, digest, hostile_batch, notebook, write
 
 from attn_course import checks
 from attn_course_tools.cli import main
@@ -28,106 +28,6 @@ from attn_course_tools.grading import (
 )
 from attn_course_tools.grading.reading import exercise_cells
 from attn_course_tools.grading.sandbox import overrun, read_journal
-
-ROOT = Path(__file__).resolve().parents[3]
-SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
-UNSOLVED = ROOT / "exercises" / "ex01_masked_softmax.ipynb"
-LIMITS = Limits(cell_timeout=3.0, total_timeout=40.0, memory_mb=5000, max_output_kb=256)
-Q1, Q2, Q3 = checks.chapter(1)
-
-WRONG_Q1 = """
-def sequence_mask(X, valid_len, value=0):
-    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]
-    return X.masked_fill(keep.reshape(*keep.shape, *([1] * (X.dim() - 2))), value)   # inverted mask
-"""
-
-TAMPERING = """
-import torch
-import attn_course.checks as c
-from attn_course_tools import grading
-
-c.Exercise.judge = lambda self, cases, attempts: c.CheckResult(self.key, self.name, "passed", "Correct")
-c.compare = c.core.compare = lambda *args, **kwargs: None  # core: where the judge calls it
-grading.ExerciseGrade.__init__ = lambda self, *args, **kwargs: None
-torch.allclose = lambda *args, **kwargs: True
-torch.equal = lambda *args, **kwargs: True
-torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)
-"""
-
-
-def notebook(
-    cells: dict[str, str] | None = None,
-    *,
-    solved: bool = True,
-    drop_checks: bool = False,
-    strip_markers: bool = False,
-) -> dict:
-    """The chapter 1 notebook (solved or not), with exercise cells replaced (marker kept) or altered."""
-    nb = json.loads((SOLVED if solved else UNSOLVED).read_text())
-    kept = []
-    for cell in nb["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and source.startswith("# EXERCISE "):
-            key = source.splitlines()[0].split()[-1]
-            if cells and key in cells:
-                source = f"# EXERCISE {key}\n{cells[key]}"
-            if strip_markers:
-                source = source.split("\n", 1)[1]
-        elif drop_checks and cell["cell_type"] == "code" and ".check()" in source:
-            source = 'print("Correct! (says the learner)")' if "q1" in source else None
-        if source is not None:
-            cell["source"] = source
-            kept.append(cell)
-    nb["cells"] = kept
-    return nb
-
-
-def write(folder: Path, name: str, content: dict | str) -> Path:
-    path = folder / f"{name}.ipynb"
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
-    return path
-
-
-def hostile_batch(folder: Path) -> list[Path]:
-    sol1, sol2 = Q1.solution_code, Q2.solution_code
-    kill_self = sol2.replace(
-        '    """\n', '    """\n    import os, signal\n    os.kill(os.getpid(), signal.SIGKILL)\n', 1
-    )
-    submissions = {
-        "kill_parent": notebook(
-            {"ch1.q1": sol1 + "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"}
-        ),
-        "alice": notebook(),
-        "bob": notebook(solved=False),
-        "hang": notebook({"ch1.q1": sol1 + "while True:\n    pass\n"}),
-        "deaf_hang": notebook(
-            {
-                "ch1.q1": "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
-                + sol1
-                + "while True:\n    pass\n"
-            }
-        ),
-        "exits": notebook({"ch1.q1": sol1 + "import os\nos._exit(3)\n"}),
-        "sigkill": notebook({"ch1.q2": kill_self}),
-        "crash": notebook({"ch1.q1": "1 / 0\n" + sol1}),
-        "tamper": notebook({"ch1.q1": WRONG_Q1 + TAMPERING}, drop_checks=True),
-        "loud": notebook({"ch1.q1": sol1 + 'print("x" * 5_000_000)\n'}),
-        "hog": notebook({"ch1.q1": "import torch\nhog = torch.empty(2**31, dtype=torch.float32)\n" + sol1}),
-        "copies": notebook({"ch1.q2": "from attn_course.attention.masking import masked_softmax\n"}),
-        "wraps": notebook(
-            {
-                "ch1.q1": "import attn_course\n\n\ndef sequence_mask(X, valid_len, value=0):\n"
-                "    return attn_course.sequence_mask(X, valid_len, value)\n"
-            }
-        ),
-        "unmarked": notebook(strip_markers=True),
-        "malformed": '{"cells": [{"cell_type": "code", "source": "def sequence_mask(',
-    }
-    return [write(folder, name, content) for name, content in submissions.items()]
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -252,13 +152,15 @@ def test_a_memory_hog_hits_the_cap_and_loses_only_its_exercise(batch: dict) -> N
 @pytest.mark.slow
 def test_importing_the_packages_reference_scores_zero_with_the_reason(batch: dict) -> None:
     assert grades(batch, "copies") == (1, 0, 1)
-    assert "is the package's own `attn_course.attention.masking.masked_softmax`" in message(batch, "copies", "ch1.q2")
+    own = "is the package's own `attn_course.attention.masking.masked_softmax`"
+    assert own in message(batch, "copies", "ch1.q2")
 
 
 @pytest.mark.slow
 def test_wrapping_the_packages_reference_is_refused_while_grading(batch: dict) -> None:
     assert grades(batch, "wraps") == (0, 1, 1)
-    assert "calls the course's own `attn_course.attention.masking.sequence_mask`" in message(batch, "wraps", "ch1.q1")
+    own = "calls the course's own `attn_course.attention.masking.sequence_mask`"
+    assert own in message(batch, "wraps", "ch1.q1")
 
 
 @pytest.mark.slow
@@ -320,7 +222,7 @@ def test_hidden_inputs_can_fail_an_answer_the_shipped_cases_pass(
         "    work = scores.float()",
         "    if scores.shape[-1] > 6:\n        return scores\n    work = scores.float()",
     )
-    assert checks.EXERCISES["ch1.q2"].evaluate(_define(narrow)).passed
+    assert checks.EXERCISES["ch1.q2"].evaluate(defined(narrow)).passed
     submission = write(tmp_path, "dana", notebook({"ch1.q2": narrow}))
     before = digest(submission)
     hidden = tmp_path / "hidden.json"
@@ -336,13 +238,6 @@ def test_hidden_inputs_can_fail_an_answer_the_shipped_cases_pass(
     assert "Failing case: scores of shape (2, 3, 9)" in feedback
     assert "graded 1 submissions" in capsys.readouterr().out
     assert digest(submission) == before
-
-
-def _define(source: str) -> object:
-    namespace: dict = {}
-    exec(checks.PREAMBLES[1], namespace)
-    exec(source, namespace)
-    return namespace["masked_softmax"]
 
 
 def test_malformed_hidden_inputs_stop_the_command_before_grading(

@@ -10,15 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from grading_cases import EX01, ROOT
 
 from attn_course_tools.cli import main
 from attn_course_tools.grading import Identities, IdentityError, collect, identify
 from attn_course_tools.grading.identity import detect
 
-ROOT = Path(__file__).resolve().parents[3]
 SOLVED = ROOT / "solutions" / "ex01_masked_softmax.ipynb"
 UNSOLVED = ROOT / "exercises" / "ex01_masked_softmax.ipynb"
-EX01 = "ex01_masked_softmax.ipynb"
 
 
 def paths(*names: str) -> list[Path]:

@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
+from grading_cases import ROOT
 
 from attn_course import checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import Limits, grade
 from attn_course_tools.grading.release import build_release
 
-ROOT = Path(__file__).resolve().parents[3]
 LIMITS = Limits(cell_timeout=5.0, total_timeout=60.0, memory_mb=5000, max_output_kb=256)
 
 
@@ -27,7 +27,7 @@ def cells(path: Path) -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("release")
-    assert main(["release", "--out", str(out)]) == 0
+    assert main(["release", "--out", str(out), "--exercises", str(ROOT / "exercises")]) == 0
     return out
 
 
@@ -55,8 +55,19 @@ def test_release_keeps_every_exercise_cell_as_the_stub(release: Path) -> None:
 
 
 def test_release_of_one_chapter_writes_only_that_notebook(tmp_path: Path) -> None:
-    written = build_release(tmp_path, chapters=[2])
+    written = build_release(tmp_path, chapters=[2], exercises=ROOT / "exercises")
     assert [p.name for p in written] == ["ex02_scoring_functions.ipynb"]
+
+
+def test_release_reads_the_exercises_folder_of_the_current_folder_and_names_the_option_when_it_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["release", "--out", str(tmp_path / "out"), "--chapter", "2"]) == 2
+    assert "--exercises exercises: no such folder" in capsys.readouterr().err
+    (tmp_path / "exercises").symlink_to(ROOT / "exercises")
+    assert main(["release", "--out", str(tmp_path / "out"), "--chapter", "2"]) == 0
+    assert [p.name for p in (tmp_path / "out").glob("*.ipynb")] == ["ex02_scoring_functions.ipynb"]
 
 
 def test_graded_solution_says_solutions_are_off_and_shows_no_code(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
+from grading_cases import ANSWER, DISGUISED, PASTED
 from learner_answers import ANSWERS
 
 from attn_course import checks
@@ -25,37 +26,6 @@ from attn_course_tools.grading.similarity import (
     similar_pairs,
     without_template,
 )
-
-ANSWER = '''
-def sequence_mask(X, valid_len, value=0):
-    """Blank the padding."""
-    keep = torch.arange(X.shape[1])[None, :] < valid_len[:, None]   # (batch, maxlen)
-    keep = keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))
-    filled = torch.full_like(X, value)
-    return torch.where(keep, X, filled)
-'''
-
-#: ANSWER with its names changed, its lines rewrapped, its comments and docstring rewritten.
-DISGUISED = """
-def sequence_mask(inputs, lengths, value=0):
-    # my own work!
-    is_real = torch.arange(inputs.shape[1])[
-        None, :] < lengths[:, None]
-    is_real = is_real.reshape(*is_real.shape,
-                              *([1] * (inputs.dim() - 2)))  # broadcast
-    fill = torch.full_like(inputs, value)
-    return torch.where(is_real, inputs, fill)
-"""
-
-#: The package's own sequence_mask body, its argument checks dropped, renamed and recommented.
-PASTED = """
-def sequence_mask(X, valid_len, value=0):
-    # worked this out from the lecture
-    pos = torch.arange(X.shape[1], device=X.device)
-    pad = pos >= valid_len.to(X.device)[:, None]
-    pad = pad.view(*pad.shape, *([1] * (X.dim() - 2)))
-    return X.masked_fill(pad, value)
-"""
 
 
 def texts(source: str) -> list[str]:

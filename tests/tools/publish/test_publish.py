@@ -286,7 +286,7 @@ def fixture_course(tmp_path_factory) -> list[Path]:
 
 
 def test_a_deck_shows_its_figures_and_every_chapter_but_no_nbval_line_or_set_up(fixture_course, tmp_path):
-    decks = slides.write_decks(tmp_path, fixture_course)
+    decks = slides.write_decks(tmp_path, fixture_course, ROOT / "book")
     assert [deck.name for deck in decks] == ["01_fixture.slides.html", "12_appendix.slides.html"]
     html = decks[0].read_text(encoding="utf-8")
     assert f'src="{publish_fixture.FIGURE}"' in html
@@ -300,7 +300,7 @@ def test_a_deck_shows_its_figures_and_every_chapter_but_no_nbval_line_or_set_up(
 def test_the_book_shows_figures_and_the_appendix_but_no_nbval_line_or_set_up(fixture_course, tmp_path):
     source = fixture_course[0].parents[1]
     (tmp_path / "assets").mkdir()
-    book.run_sphinx(source, tmp_path / "book", tmp_path / "assets")
+    book.run_sphinx(source, tmp_path / "book", tmp_path / "assets", conf=ROOT / "book")
     page = (tmp_path / "book" / "notebooks" / "01_fixture.html").read_text(encoding="utf-8")
     assert "NBVAL" not in page and "checked" in page
     cell_start = r'<div class="cell[ "]'
@@ -316,6 +316,32 @@ def test_the_book_shows_figures_and_the_appendix_but_no_nbval_line_or_set_up(fix
     assert copied.read_text(encoding="utf-8") == publish_fixture.SVG
     index = (tmp_path / "book" / "book" / "index.html").read_text(encoding="utf-8")
     assert index.index("01_fixture.html") < index.index("12_appendix.html")
+
+
+# ----------------------------------------------------------------------------------- the command lines
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [book.main],
+        [book.main, "--root", "{tmp}"],
+        [slides.main, "build"],
+        [slides.main, "build", "--root", "{tmp}", "--out", "{tmp}/decks"],
+    ],
+    ids=["book", "book --root", "slides", "slides --root"],
+)
+def test_a_folder_that_is_not_the_checkout_stops_the_build_and_names_the_option(
+    argv, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "notebooks").mkdir()  # the chapters but not the book's configuration
+    monkeypatch.chdir(tmp_path)  # --root defaults to the current directory
+    main, *args = argv
+    with pytest.raises(SystemExit) as stopped:
+        main([arg.format(tmp=tmp_path) for arg in args])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "--root: " in error and "holds no book/" in error, error
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notebooks"]  # nothing built, nothing fetched
 
 
 # ----------------------------------------------------------------------------------------- vendored assets

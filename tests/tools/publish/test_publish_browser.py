@@ -34,6 +34,7 @@ from attn_course_tools.publish import book, slides, vendor
 pytestmark = [pytest.mark.slow, chromium.needs_chromium]
 
 ROOT = Path(__file__).resolve().parents[3]
+NPM_CACHE = ROOT / vendor.NPM_CACHE  # the tarballs `make book` and `make slides` keep
 ARTIFACTS = chromium.ARTIFACTS / "test_publish"
 CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
 EXERCISES = sorted(path.stem for path in (ROOT / "exercises").glob("*.ipynb"))
@@ -105,12 +106,12 @@ class Site(NamedTuple):
 def site(tmp_path_factory):
     """The book and the decks, built from the stored outputs, served on 127.0.0.1."""
     out = tmp_path_factory.mktemp("publish")
-    for package in vendor.VENDOR:
-        vendor.fetch(package)  # the only step that may use the network, once: the tarballs are cached
+    for package in vendor.VENDOR:  # the only step that may use the network, once: the tarballs are cached
+        vendor.fetch(package, NPM_CACHE)
     offline = without_network()
     commands = [
-        ["attn_course_tools.publish.book", "--out", str(out / "book")],
-        ["attn_course_tools.publish.slides", "build", "--out", str(out / "slides")],
+        ["attn_course_tools.publish.book", "--root", ".", "--out", str(out / "book")],
+        ["attn_course_tools.publish.slides", "build", "--root", ".", "--out", str(out / "slides")],
     ]
     for command in commands:  # as make book and make slides run them
         subprocess.run([*offline, sys.executable, "-m", *command], check=True, cwd=ROOT)
@@ -336,8 +337,9 @@ def fixture_site(tmp_path_factory):
     """The fixture course's book and decks (a too-wide equation, an SVG figure), served on 127.0.0.1."""
     out = tmp_path_factory.mktemp("fixture")
     notebooks = publish_fixture.write_course(out / "course")
-    book.run_sphinx(out / "course", out / "book", vendor.vendor(out / "book-vendor", vendor.BOOK))
-    slides.build_slides(out / "slides", notebooks)
+    assets = vendor.vendor(out / "book-vendor", vendor.BOOK, cache=NPM_CACHE)
+    book.run_sphinx(out / "course", out / "book", assets, conf=ROOT / "book")
+    slides.build_slides(ROOT, out / "slides", NPM_CACHE, notebooks)  # the checkout's template, these chapters
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=out))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
