@@ -99,7 +99,8 @@ class CheckResult:
     def __str__(self) -> str:
         return f"{_STATUS_TEXT[self.status]} ({self.exercise}, {self.name}): {self.message}"
 
-    def _rich(self) -> _Rich:
+    def rich(self) -> _Rich:
+        """The result as IPython shows it: coloured HTML, and the plain text of `str(result)`."""
         colour = _STATUS_COLOUR[self.status]
         body = (
             f'<div style="border-left: 4px solid {colour}; padding: 2px 10px; margin: 2px 0">'
@@ -114,7 +115,7 @@ class CheckResult:
         if self._suppress_next_display:
             self._suppress_next_display = False
             return
-        _show(self._rich())
+        _show(self.rich())
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -891,7 +892,7 @@ class Exercise:
             result = self._result(
                 FAILED, f"the check itself could not run ({summary['type']}: {summary['message']})."
             )
-        _show(result._rich())
+        _show(result.rich())
         result._suppress_next_display = True
         return result
 

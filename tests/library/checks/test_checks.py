@@ -618,7 +618,7 @@ def test_an_unfinished_branch_is_incorrect_not_unattempted() -> None:
 
 def test_result_renders_html_and_plain_text() -> None:
     result = checks.EXERCISES["ch1.q1"].evaluate(mask_inverted)
-    bundle = result._rich()._repr_mimebundle_()
+    bundle = result.rich()._repr_mimebundle_()
     assert bundle["text/plain"].startswith("Incorrect (ch1.q1, sequence_mask):")
     assert "#c62828" in bundle["text/html"] and "<code>" in bundle["text/html"]
     assert str(result) == bundle["text/plain"]

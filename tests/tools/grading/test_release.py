@@ -147,7 +147,7 @@ CHAPTER_6_CHEATS = {
     "    inputs = {'beam_scores': beam_scores, 'log_probs': log_probs, 'beam_size': beam_size}\n"
     "    return _beam_step(inputs)\n",
     "package_helper": "def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):\n"
-    "    from attn_course import decoding\n"
+    "    from attn_course.models import decoding\n"
     "    limits = [max_len] * src.shape[0]\n"
     "    return [h.tokens for h in decoding._greedy_search(model, src, src_valid_lens, bos, eos, limits)]\n",
 }
