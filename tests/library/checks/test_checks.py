@@ -22,6 +22,7 @@ from torch.nn import functional as F
 
 from attn_course import checks
 from attn_course.attention.masking import masked_softmax
+from attn_course.checks import ch4_bahdanau, ch5_luong
 from attn_course.checks.bug_hunt import BugHunt
 from attn_course.checks.ch1_lookup import nw_exp_over_sum
 from attn_course.checks.ch1_masking import mask_inverted
@@ -148,130 +149,32 @@ class EncoderOutputHalves(EncoderBase):
         return outputs, torch.tanh(self.bridge(torch.cat([forward_last, outputs[:, 0, h:]], -1)))[None]
 
 
-def bahdanau(
-    embedded,
-    s_0,
-    memory,
-    attention,
-    rnn,
-    *,
-    luong_order=False,
-    swap=False,
-    once=False,
-    shift=False,
-    forward=False,
-    no_axis=False,
-):
-    s, states, contexts, weights = s_0, [], [], []
-    context_prev = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
-    fixed = attention.attend(s[:, None], memory)
-    for t in range(embedded.shape[1]):
-        if luong_order:
-            s_new = rnn(torch.cat([embedded[:, t], context_prev], -1), s)
-            context, weight = attention.attend(s_new[:, None], memory)
-            context_prev = context[:, 0]
-        else:
-            if once:
-                context, weight = fixed
-            elif forward:
-                context = attention(s[:, None], memory.keys, memory.values, memory.valid_lens)
-                weight = attention.attention_weights
-            else:
-                context, weight = attention.attend(s if no_axis else s[:, None], memory)
-            x = [context[:, 0], embedded[:, t]] if swap else [embedded[:, t], context[:, 0]]
-            s_new = rnn(torch.cat(x, -1), s)
-        states.append(s if shift else s_new)
-        contexts.append(context[:, 0])
-        weights.append(weight[:, 0])
-        s = s_new
-    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
+class QueryWithoutAxis:
+    """An attention layer as a learner calls it when the query keeps no query axis: `attend(s, memory)` with
+    s (batch_size, num_hiddens) instead of (batch_size, 1, num_hiddens)."""
+
+    def __init__(self, attention) -> None:
+        self.attention = attention
+
+    def attend(self, queries, memory):
+        return self.attention.attend(queries[:, 0], memory)
 
 
 def bahdanau_query_without_axis(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, no_axis=True)
+    return ch4_bahdanau.bahdanau(embedded, s_0, memory, QueryWithoutAxis(attention), rnn)
+
+
+def luong_query_without_axis(y_emb, h_prev, feed, memory, attention, rnn, W_c):
+    return ch5_luong.luong(y_emb, h_prev, feed, memory, QueryWithoutAxis(attention), rnn, W_c)
+
+
+def local_p_renormalised(*args):
+    centres, weights = ch5_luong.local_p(*args)
+    return centres, weights / weights.sum(-1, keepdim=True)
 
 
 def location_untransposed(queries, W_a, num_keys, valid_lens=None):
     return masked_softmax(queries @ W_a[:num_keys], valid_lens)
-
-
-def luong(
-    y_emb,
-    h_prev,
-    feed,
-    memory,
-    attention,
-    rnn,
-    W_c,
-    *,
-    hc=False,
-    previous=False,
-    feed_h=False,
-    feed_first=False,
-    tanh=True,
-    no_axis=False,
-):
-    fed = h_prev if feed_h else feed
-    h_t = rnn(torch.cat([fed, y_emb] if feed_first else [y_emb, fed], -1), h_prev)
-    query = h_prev if previous else h_t
-    context, weights = attention.attend(query if no_axis else query[:, None], memory)
-    pair = [h_t, context[:, 0]] if hc else [context[:, 0], h_t]
-    attentional = torch.cat(pair, -1) @ W_c.T
-    return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
-
-
-def luong_query_without_axis(*args):
-    return luong(*args, no_axis=True)
-
-
-def local_p(
-    queries,
-    scores,
-    W_p,
-    v_p,
-    window,
-    valid_lens,
-    *,
-    S="valid",
-    tanh=True,
-    linear=True,
-    sigma=None,
-    before=None,
-    edges=True,
-    use_window=True,
-    cut_padding=True,
-    renormalise=False,
-):
-    lengths = {
-        "valid": valid_lens,
-        "padded": torch.full_like(valid_lens, scores.shape[-1]),
-        "minus_one": valid_lens - 1,
-    }
-    hidden = F.linear(queries, W_p) if linear else queries @ W_p
-    centres = lengths[S][:, None] * torch.sigmoid(
-        F.linear(torch.tanh(hidden) if tanh else hidden, v_p)[..., 0]
-    )
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - centres[:, :, None]
-    outside = torch.zeros_like(distance, dtype=torch.bool)
-    if use_window:
-        outside |= distance.abs() > window if edges else distance.abs() >= window
-    if cut_padding:
-        outside |= positions >= valid_lens[:, None, None]
-    sigma = window / 2 if sigma is None else sigma
-    gaussian = torch.exp(-(distance**2) / (2 * sigma**2))
-    if before == "log":
-        scores = scores - distance**2 / (2 * sigma**2)
-    elif before == "times":
-        scores = scores * gaussian
-    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
-    if before is None:
-        weights = weights * gaussian
-    return centres, weights / weights.sum(-1, keepdim=True) if renormalise else weights
-
-
-def local_p_renormalised(*args):
-    return local_p(*args, renormalise=True)
 
 
 def local_p_one_sentence_at_a_time(queries, scores, W_p, v_p, window, valid_lens):
