@@ -54,8 +54,8 @@ notebooks: env
 
 # Every notebook a second time, on another floating-point path: other torch CPU kernels, two threads, model
 # seed 1, and a fresh artifacts folder so that nothing trained by the first pass is reused. A chapter claim
-# that holds on one machine's kernels or one seed only turns this red, and so does a `# NBVAL_CHECK_OUTPUT`
-# cell whose output depends on them.
+# that holds on one machine's kernels or one seed only turns this red, and so does a cell tagged
+# `nbval-check-output` whose output depends on them.
 OTHER_KERNEL ?= $(if $(filter default,$(ATEN_CPU_CAPABILITY)),avx2,default)
 portability: env
 	@artifacts=$$(mktemp -d) && trap 'rm -rf "$$artifacts"' EXIT && \

@@ -29,13 +29,16 @@ from attn_course_tools.grading import (
     collect,
     grade,
     gradebook_rows,
+    jail,
 )
 from attn_course_tools.grading.batch import default_jobs
 from attn_course_tools.grading.closure import PACKAGES
+from attn_course_tools.grading.gradebook import Marking, notes_path
 from attn_course_tools.grading.gradescope import VISIBILITIES, build_bundle, torch_version
 from attn_course_tools.grading.identity import RULES
 from attn_course_tools.grading.release import build_release
 from attn_course_tools.grading.report import report_paths
+from attn_course_tools.grading.rules import Rules, parse_time, read_overrides, read_times
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,12 +60,19 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         "checks judge the results. Writes a gradebook (one row per student, one column per exercise, "
         "total; or Canvas's or Moodle's import format) and one Markdown feedback file per student. "
         "Grades are remembered: running it again on the same folder grades only new or changed "
-        "submissions. The submissions are only read.",
+        "submissions. The submissions are only read. Exit status: 0 done, 1 a file given (roster, rules, "
+        "overrides, times, the gradebook at --out) was refused, 2 the command line or the batch's layout "
+        "is wrong.",
     )
     g.add_argument(
         "submissions", nargs="+", metavar="SUBMISSION", help="notebook files, or folders of .ipynb files"
     )
-    g.add_argument("--out", required=True, type=Path, help="the CSV gradebook to write")
+    g.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="the CSV gradebook to write; one already there is never shrunk (see --replace, --only)",
+    )
     g.add_argument(
         "--format",
         choices=tuple(FORMATS),
@@ -71,11 +81,19 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         "exercise) or Moodle's offline grading worksheet (one total grade and a feedback comment)",
     )
     g.add_argument(
+        "--canvas-column",
+        default=None,
+        metavar="NAME",
+        help="with --format canvas: one column NAME holding the total (e.g. 'Assignment 1 (12345)', as "
+        "Canvas's export names the assignment) instead of a column per exercise",
+    )
+    g.add_argument(
         "--roster",
         type=Path,
         default=None,
-        help="CSV of the class, one student id a line, optionally a name: every student on it gets a "
-        "row (0, 'no submission' if nothing came); students not on it are listed",
+        help="the class: a CSV of one student id a line, optionally a name, or Canvas's gradebook export, "
+        "or Moodle's grading worksheet or participants export; every student on it gets a row (0, 'no "
+        "submission' if nothing came); students not on it are listed",
     )
     g.add_argument(
         "--feedback",
@@ -83,8 +101,47 @@ def _add_grade(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="folder for the per-student feedback files (default: OUT's name + _feedback)",
     )
+    _add_grade_gradebook(g)
     _add_grade_selection(g)
     _add_grade_running(g)
+
+
+def _add_grade_gradebook(g: argparse.ArgumentParser) -> None:
+    """`grade`'s options on the gradebook already at --out, and the course's rules, overrides and times."""
+    g.add_argument(
+        "--replace",
+        action="store_true",
+        help="write over the gradebook at --out even if this run drops students it has",
+    )
+    g.add_argument(
+        "--only",
+        action="append",
+        metavar="STUDENT",
+        help="regrade only this student (repeatable; the id the gradebook gives, or the layout's) from the "
+        "submissions given: their rows of the gradebook at --out are updated, every other line is kept, "
+        "and only their feedback is written",
+    )
+    g.add_argument(
+        "--rules",
+        type=Path,
+        default=None,
+        help="the course's rules (TOML): each exercise's points, the due date, the late penalty per day and "
+        "its cap, students' extensions",
+    )
+    g.add_argument(
+        "--overrides",
+        type=Path,
+        default=None,
+        help="CSV of student,exercise,points,reason: the instructor's points, applied on every run; the "
+        "student reads the reason",
+    )
+    g.add_argument(
+        "--times",
+        type=Path,
+        default=None,
+        help="CSV of student,submitted (2025-03-14T18:02:00+01:00): when each student handed in, for the "
+        "late penalty of --rules where the layout gives no time",
+    )
 
 
 def _add_grade_selection(g: argparse.ArgumentParser) -> None:
@@ -207,6 +264,14 @@ def _add_gradescope(commands: argparse._SubParsersAction) -> None:
         help="when students see their results and each exercise's test (Gradescope's settings; default "
         "%(default)s)",
     )
+    s.add_argument(
+        "--rules",
+        type=Path,
+        default=None,
+        help="the course's rules (TOML: each exercise's points, the due date, the late penalty, "
+        "extensions); shipped in the zip as rules.toml: each test is worth the exercise's points and a "
+        "late submission loses what the rules say",
+    )
     _add_exercises(s, "whose notebooks students are told to upload")
 
 
@@ -273,20 +338,39 @@ def hidden_template(chapters: Sequence[int] | None) -> dict:
     }
 
 
-def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Roster | None, Limits]:
-    """The --hidden inputs, the --roster and the limits; ValueError says which option is wrong."""
-    hidden, roster = _read_hidden(args.hidden), None
-    if args.roster is not None:
-        roster = Roster.read(args.roster)  # RosterError names the file and line
+def _read_inputs(args: argparse.Namespace) -> tuple[dict | None, Limits]:
+    """The --hidden inputs and the limits; ValueError says which option is wrong."""
+    hidden = _read_hidden(args.hidden)
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.canvas_column is not None and args.format != "canvas":
+        raise ValueError(f"--canvas-column is for --format canvas, got --format {args.format}")
+    if args.only and args.replace:
+        raise ValueError("--only updates some rows of the gradebook and --replace writes it anew: give one")
+    if args.times is not None and args.rules is None:
+        raise ValueError("--times gives submission times for the late penalty of --rules: give --rules too")
     limits = Limits(
         cell_timeout=args.cell_timeout,
         total_timeout=args.total_timeout,
         memory_mb=args.memory_mb,
         max_output_kb=args.max_output_kb,
     )
-    return hidden, roster, limits
+    return hidden, limits
+
+
+def _read_course(args: argparse.Namespace) -> tuple[Roster | None, Marking]:
+    """The --roster, --rules, --overrides and --times files; ValueError names the file, the line and what is
+    wrong."""
+    roster = Roster.read(args.roster) if args.roster is not None else None  # RosterError names the line
+    rules = Rules.load(args.rules) if args.rules is not None else None
+    overrides = read_overrides(args.overrides, rules) if args.overrides is not None else ()
+    times = {}
+    if rules is not None and roster is not None:
+        where = f"roster {args.roster}: the submission time of"
+        times = {s: parse_time(t, rules, f"{where} {s}") for s, t in roster.submitted.items()}
+    if args.times is not None:
+        times.update(read_times(args.times, rules))
+    return roster, Marking(rules, overrides, times)
 
 
 def _read_hidden(path: Path | None) -> dict | None:
@@ -303,12 +387,17 @@ def _gradescope(args: argparse.Namespace) -> int:
     """Build the autograder zip; print where it is and what it holds."""
     try:
         hidden, exercises = _read_hidden(args.hidden), _exercises_folder(args)
+        path = build_bundle(  # ValueError naming the rules file and its line, before the zip is written
+            args.out,
+            exercises=exercises,
+            hidden=hidden,
+            chapters=args.chapter,
+            visibility=args.visibility,
+            rules=args.rules,
+        )
     except (OSError, ValueError) as exc:
         print(f"attn-course gradescope: {exc}", file=sys.stderr)
         return 2
-    path = build_bundle(
-        args.out, exercises=exercises, hidden=hidden, chapters=args.chapter, visibility=args.visibility
-    )
     with zipfile.ZipFile(path) as bundle:
         names = bundle.namelist()
     sources = {package: [n for n in names if n.startswith(f"{package}/")] for package in PACKAGES}
@@ -317,16 +406,18 @@ def _gradescope(args: argparse.Namespace) -> int:
     print("\n".join(f"  {package}/ ({len(files)} .py files)" for package, files in sources.items()))
     chapters = ", ".join(map(str, args.chapter)) if args.chapter else "those each notebook answers"
     print(
-        f"grades chapters: {chapters}; hidden inputs: {'yes' if hidden is not None else 'no'}; visibility: "
-        f"{args.visibility}; setup.sh installs torch {torch_version()} (CPU) on Gradescope"
+        f"grades chapters: {chapters}; hidden inputs: {'yes' if hidden is not None else 'no'}; rules: "
+        f"{args.rules if args.rules is not None else 'none'}; visibility: {args.visibility}; setup.sh "
+        f"installs torch {torch_version()} (CPU) and bubblewrap (the jail) on Gradescope"
     )
     return 0
 
 
-def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str) -> list[str]:
-    """What the command prints after grading: the roster's students without a row, those not on it."""
+def _summary(results: list[SubmissionGrade], roster: Roster | None, rule: str, only: bool) -> list[str]:
+    """What the command prints after grading: the roster's students without a row, those not on it (not
+    when only some students were regraded)."""
     lines = []
-    if roster is not None:
+    if roster is not None and not only:
         rows = gradebook_rows(results, roster, rule)
         for note in ("no submission", "not on the roster"):
             found = [row.student for row in rows if row.note == note]
@@ -348,16 +439,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _grade(args)
 
 
-def _grade(args: argparse.Namespace) -> int:
-    """Grade the submissions; print each as it is graded, then where everything was written."""
+def _grade_inputs(args: argparse.Namespace) -> tuple[dict | None, Limits, Roster | None, Marking] | int:
+    """`grade`'s inputs (the hidden inputs, the limits, the roster, the marking), or the exit status if one
+    is wrong, said on stderr: 2 for an option, 1 for a file refused."""
     try:
-        hidden, roster, limits = _read_inputs(args)
+        hidden, limits = _read_inputs(args)
     except ValueError as exc:  # e.g. --cell-timeout 0: say which option, not a traceback
         print(f"attn-course grade: {exc}", file=sys.stderr)
         return 2
+    try:
+        roster, marking = _read_course(args)
+    except ValueError as exc:  # a roster, rules, overrides or times file refused: its line, no traceback
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 1
     if not collect(args.submissions):
         print("attn-course grade: no notebooks found in the given paths", file=sys.stderr)
         return 2
+    return hidden, limits, roster, marking
+
+
+def _say_where_it_runs() -> bool:
+    """Whether grading may go ahead as for the jail (bubblewrap's): print, once and loudly, that the
+    submissions will run without it where they will; False where ATTN_COURSE_JAIL=require cannot be met."""
+    try:
+        status = jail.status()
+    except (jail.JailError, ValueError) as exc:
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return False
+    if status.notice:
+        print(status.notice, file=sys.stderr, flush=True)
+    return True
+
+
+def _grade(args: argparse.Namespace) -> int:
+    """Grade the submissions; print each as it is graded, then where everything was written."""
+    inputs = _grade_inputs(args)
+    if isinstance(inputs, int):
+        return inputs
+    hidden, limits, roster, marking = inputs
     rule = "auto"
 
     def announce(identities: Identities) -> None:
@@ -371,6 +490,8 @@ def _grade(args: argparse.Namespace) -> int:
             took = "cached" if result.cached else f"{result.seconds:.1f} s"
             print(f"{result.student:<24} {points:>6}  {took:>8}  {result.path}", flush=True)
 
+    if not _say_where_it_runs():
+        return 1
     # The checks' tensors are tiny: extra threads only add overhead (and the sandboxes use one thread too).
     torch.set_num_threads(1)
     started = time.monotonic()
@@ -391,11 +512,18 @@ def _grade(args: argparse.Namespace) -> int:
             force=args.force,
             announce=announce,
             progress=report,
+            marking=marking,
+            only=args.only or (),
+            replace=args.replace,
+            canvas_column=args.canvas_column,
         )
     except IdentityError as exc:  # raised before anything is graded: the files to sort out, no traceback
         print(f"attn-course grade: {exc}", file=sys.stderr)
         return 2
-    print("\n".join(_summary(results, roster, rule)))
+    except ValueError as exc:  # the gradebook at --out, or the course's files, refused before grading
+        print(f"attn-course grade: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(line for line in _summary(results, roster, rule, bool(args.only)) if line))
     _print_written(args, results, cache, time.monotonic() - started)
     return 0
 
@@ -406,14 +534,23 @@ def _print_written(
     """The run's last lines: how many were graded or reused, and where each file was written."""
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
     cached = sum(r.cached for r in results)
+    updated = f"updated the rows of {', '.join(args.only)} in" if args.only else "gradebook"
     print(
         f"graded {len(results) - cached} submissions and reused {cached} remembered grades in "
         f"{seconds:.1f} s with {min(args.jobs, max(len(results) - cached, 1))} job(s); "
-        f"gradebook {args.out} ({args.format}), feedback in {feedback}/, cache in {cache}/"
+        f"{updated} {args.out} ({args.format}), notes in {notes_path(args.out)}, feedback in {feedback}/, "
+        f"cache in {cache}/"
     )
     paths = report_paths(args.out)
+    if args.only:
+        print(
+            f"class report {paths.markdown}, similarity and integrity reports left as they were (they need "
+            "the class)"
+        )
+        return
     figure = f", chart {paths.figure}" if paths.figure.exists() else " (no named mistake to chart)"
     print(f"class report {paths.markdown} and {paths.csv}{figure}; similarity report {paths.similarity}")
+    print(f"integrity report {paths.integrity}")
 
 
 if __name__ == "__main__":

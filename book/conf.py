@@ -34,6 +34,9 @@ exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints"]
 nb_execution_mode = "off"
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+# A display equation written inside a paragraph (`...the query:\n$$f(x) = ...$$\nOur data...`, as JupyterLab
+# renders it) is display math; without this, `$$` inside a paragraph reads as a `$` and inline math.
+myst_dmath_double_inline = True
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 
@@ -45,7 +48,8 @@ html_static_path = [str(VENDOR), "static"]
 mathjax_path = "mathjax/tex-chtml.js"
 # Loaded after the page's MathJax configuration and before MathJax itself (see the file).
 html_js_files = [("mathjax-startup.js", {"priority": 510})]
-# Code wraps at the column's edge, display math fits its column (mathjax-startup.js scales a wide one).
+# A long code line scrolls inside its block, a table fits its column, display math fits its column
+# (mathjax-startup.js scales a wide one).
 html_css_files = ["course.css"]
 # The widgets' embedder, on the pages whose notebook stored widget state. A widget module it does not bundle
 # would be fetched from the CDN named here; the course's widgets are all ipywidgets' own controls, which it
@@ -69,6 +73,6 @@ html_last_updated_fmt = None
 
 
 def setup(app):
-    # Each notebook is read as attn_course_tools.publish.book.reading_view shows it: no `# NBVAL_...` lines,
-    # and a chapter's set-up cell (imports, seeding) with its output only.
+    # Each notebook is read as attn_course_tools.publish.book.reading_view shows it: no nbval tags, and a
+    # chapter's set-up cell (imports, seeding) with its output only.
     app.connect("source-read", read_for_book)

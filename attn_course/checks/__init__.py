@@ -77,26 +77,26 @@ from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading s
 
 #: Names every exercise cell of a chapter may use: the grader runs exactly this before the learner's cells.
 PREAMBLES: dict[int, str] = {
-    1: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
-    "from torch.nn import functional as F  # noqa: F401\n",
-    2: "import math  # noqa: F401\n\nimport torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
-    "from torch.nn import functional as F  # noqa: F401\n\n"
-    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
-    3: "import torch  # noqa: F401\nfrom torch import nn  # noqa: F401\n"
-    "from torch.nn import functional as F  # noqa: F401\n"
-    "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: F401\n",
-    4: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
-    5: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
-    "from torch.nn import functional as F  # noqa: F401\n\n"
-    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
-    6: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n"
-    "from torch.nn import functional as F  # noqa: F401\n",
-    9: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
-    10: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n",
-    11: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
-    "from attn_course.attention.masking import masked_softmax  # noqa: F401\n",
-    12: "import math  # noqa: F401\n\nimport torch  # noqa: F401\n\n"
-    "from attn_course.measure.metrics import multi_reference_bleu  # noqa: F401\n",
+    1: "import math\n\nimport torch\n"
+    "from torch.nn import functional as F\n",
+    2: "import math\n\nimport torch\nfrom torch import nn\n"
+    "from torch.nn import functional as F\n\n"
+    "from attn_course.attention.masking import masked_softmax\n",
+    3: "import torch\nfrom torch import nn\n"
+    "from torch.nn import functional as F\n"
+    "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence\n",
+    4: "import math\n\nimport torch\n",
+    5: "import math\n\nimport torch\n"
+    "from torch.nn import functional as F\n\n"
+    "from attn_course.attention.masking import masked_softmax\n",
+    6: "import math\n\nimport torch\n"
+    "from torch.nn import functional as F\n",
+    9: "import math\n\nimport torch\n",
+    10: "import math\n\nimport torch\n",
+    11: "import math\n\nimport torch\n\n"
+    "from attn_course.attention.masking import masked_softmax\n",
+    12: "import math\n\nimport torch\n\n"
+    "from attn_course.measure.metrics import multi_reference_bleu\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {

@@ -496,7 +496,8 @@ def _step(optimizer: torch.optim.Optimizer, factor: float) -> float:
 def initialize(model: nn.Module, scheme: str = "torch") -> nn.Module:
     """Re-initialise the weights of `model`'s linear and recurrent layers by `scheme`; returns the model.
 
-    "torch": leave torch's defaults (uniform in ±1/sqrt(fan_in) for Linear, GRU and LSTM).
+    "torch": leave torch's defaults (Linear: uniform in ±1/sqrt(fan_in); GRU and LSTM: every weight and
+    bias uniform in ±1/sqrt(hidden_size)).
     "xavier": Glorot & Bengio 2010's uniform init, U(±sqrt(6 / (fan_in + fan_out))), for every Linear weight
         and every gate block of the recurrent input and hidden weights; biases 0.
     "orthogonal": as "xavier", but each gate block of the recurrent (hidden-to-hidden) weights a random

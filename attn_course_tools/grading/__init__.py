@@ -8,8 +8,10 @@ For each submission, this process (the grader) never runs a line of the learner'
 2. it builds each exercise's cases with its own `attn_course.checks` (plus the instructor's hidden ones) and
    writes their inputs to a job folder;
 3. a fresh Python process -- the sandbox, with a memory cap, a file-size cap, a per-cell and a total
-   timeout -- runs the chapter's imports, then only the learner's exercise cells, then calls the learner's
-   functions on the inputs, and writes back plain data (tensors, numbers, strings) and a journal of its steps;
+   timeout, inside bubblewrap's jail where it works (`jail`: no network, nothing of the machine but the
+   system, Python and the course read-only, no model answer on disk) -- runs the chapter's imports, then
+   only the learner's exercise cells, each compiled in its own step, then calls the learner's functions on
+   the inputs, and writes back plain data (tensors, numbers, strings) and a journal of its steps;
 4. the grader reads that data with ``torch.load(weights_only=True)`` and judges it with its own checks.
 
 So editing or deleting check cells, or monkeypatching ``attn_course.checks`` or torch inside the notebook,
@@ -25,7 +27,8 @@ downloads, file names) or the notebooks' metadata; two students are never merged
 something), `cache` (grades remembered from earlier runs, keyed by `closure`'s digest of what grading
 imports), `batch` (several submissions at once), `judging` (2 and 4), `sandbox` (3, the grader's side),
 `sandbox_child` (3, inside the sandbox), `guard` (3, keeps the learner's code from the course's own
-answers), then the writers: `gradebook` (the gradebook and the feedback files), `lms` (Canvas's and
+answers), `jail` (3, the operating-system jail), `rules` (weights, late penalties, extensions, overrides),
+then the writers: `gradebook` (the gradebook and the feedback files), `lms` (Canvas's and
 Moodle's import formats), `report` (the class report: attempts, solutions and named mistakes, with
 `sections`, where each point is taught) and `similarity` (answers that look copied). `records` holds the
 values they hand each other. `gradescope` grades one student at a time the same way, in Gradescope's
@@ -34,25 +37,40 @@ container, and builds the autograder zip that does it; `release` writes the note
 
 from attn_course_tools.grading.batch import Task, grade_many
 from attn_course_tools.grading.cache import GradeCache
-from attn_course_tools.grading.gradebook import FORMATS, gradebook_rows, write_feedback, write_gradebook
+from attn_course_tools.grading.gradebook import (
+    FORMATS,
+    GradebookError,
+    Marking,
+    gradebook_rows,
+    write_feedback,
+    write_gradebook,
+)
 from attn_course_tools.grading.identity import Identities, IdentityError, identify
+from attn_course_tools.grading.jail import JailError, JailStatus
 from attn_course_tools.grading.judging import check_hidden, grade_submission, judge_submission
 from attn_course_tools.grading.pipeline import grade
 from attn_course_tools.grading.reading import Submission, collect, read_submission
 from attn_course_tools.grading.records import ExerciseGrade, Limits, Row, Step, SubmissionGrade
 from attn_course_tools.grading.roster import Roster, RosterError
+from attn_course_tools.grading.rules import Override, Rules
 from attn_course_tools.grading.sandbox import Sandboxes
 
 __all__ = [
     "FORMATS",
     "ExerciseGrade",
     "GradeCache",
+    "GradebookError",
     "Identities",
     "IdentityError",
+    "JailError",
+    "JailStatus",
     "Limits",
+    "Marking",
+    "Override",
     "Roster",
     "RosterError",
     "Row",
+    "Rules",
     "Sandboxes",
     "Step",
     "Submission",

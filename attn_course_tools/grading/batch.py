@@ -165,7 +165,7 @@ def grade_many(
         digest = task.submission.sha256 if task.submission.read else ""
         if cache is not None and digest:
             entries[i] = (cache.key(digest, task.keys, task.hidden, task.limits), digest)
-            found = None if force else cache.load(entries[i][0], task.path, task.student)
+            found = None if force else cache.load(entries[i][0], task.path, task.student, digest)
             if found is not None:
                 results[i] = found
                 if progress is not None:

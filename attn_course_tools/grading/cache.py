@@ -8,13 +8,21 @@ grading never imports (a widget, the book's tools) is not part of it.
 Change any of them and the key changes, so a stale grade is never read back; `--force` regrades all.
 The cache is a folder of small JSON files, one per key, each written whole (written aside, then renamed),
 so an interrupted run leaves only complete entries and the next run picks up where it stopped.
+
+Nobody can forge an entry: no sandbox can see the folder (the jail shows it nothing of the machine), and
+each entry carries its own key, the submission's digest and an HMAC of both with its grade, under a
+secret kept in the folder, readable by the grader's user only (`.secret`). An entry that does not match
+the key it is read for, the submission, or its HMAC (written by hand, copied from another student's,
+altered) is ignored and the submission graded again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -27,7 +35,7 @@ from attn_course_tools.grading.closure import JUDGE, grading_modules
 from attn_course_tools.grading.records import Limits, SubmissionGrade
 
 #: The cache entries' format; part of every key, so a new format never reads an old entry.
-FORMAT = "attn_course.grade-cache/1"
+FORMAT = "attn_course.grade-cache/2"
 
 #: Messages that say the grader, not the submission, could not finish (or the file changed under it): such
 #: grades are not remembered, so the next run tries again.
@@ -66,12 +74,37 @@ class GradeCache:
         }
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
-    def load(self, key: str, path: Path, student: str) -> SubmissionGrade | None:
-        """The remembered grade under `key`, for `path` of `student`; None if there is none (or it is
-        unreadable: then it is simply graded again)."""
+    def _secret(self) -> bytes:
+        """The folder's HMAC secret, made on first use (readable and writable by this user only)."""
+        path = self.folder / ".secret"
         try:
-            data = json.loads((self.folder / f"{key}.json").read_text())
-            return SubmissionGrade.from_json(data, path, student)
+            return path.read_bytes()
+        except FileNotFoundError:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:  # another grader made it meanwhile
+                return path.read_bytes()
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+            return path.read_bytes()
+
+    def _mac(self, key: str, grade: dict[str, Any]) -> str:
+        message = json.dumps({"key": key, "grade": grade}, sort_keys=True).encode()
+        return hmac.new(self._secret(), message, hashlib.sha256).hexdigest()
+
+    def load(self, key: str, path: Path, student: str, digest: str | None = None) -> SubmissionGrade | None:
+        """The remembered grade under `key`, for `path` of `student` (whose bytes have sha256 `digest`);
+        None if there is none, or it is unreadable, or it does not match its key, the submission or its
+        HMAC: then it is simply graded again."""
+        try:
+            entry = json.loads((self.folder / f"{key}.json").read_text())
+            grade = entry["grade"]
+            if entry["key"] != key or not hmac.compare_digest(str(entry["mac"]), self._mac(key, grade)):
+                return None
+            if digest is not None and grade["sha256"] != digest:
+                return None
+            return SubmissionGrade.from_json(grade, path, student)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -82,8 +115,10 @@ class GradeCache:
         if result.sha256 != digest or any(m in text for m in _NOT_REMEMBERED for text in messages):
             return False
         self.folder.mkdir(parents=True, exist_ok=True)
+        grade = result.to_json()
+        entry = {"key": key, "grade": grade, "mac": self._mac(key, grade)}
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
         with os.fdopen(fd, "w") as f:
-            json.dump(result.to_json(), f)
+            json.dump(entry, f)
         os.replace(tmp, self.folder / f"{key}.json")
         return True

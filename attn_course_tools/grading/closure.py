@@ -31,6 +31,7 @@ JUDGE = (
     "attn_course_tools.grading.batch",
     "attn_course_tools.grading.judging",
     "attn_course_tools.grading.sandbox_child",
+    "attn_course_tools.sandbox_boot",  # the fork server's first import, named in its command line
     "attn_course.checks",
 )
 

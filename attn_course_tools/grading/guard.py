@@ -12,7 +12,13 @@ closes the ways to them while a learner step runs:
 - a trace function notes every call of a protected function (a package original, or any function of the
   checks' chapter modules) made on the learner's behalf, whatever route found it (a closure, a module in
   `sys.modules`, `importlib` under a computed name, `inspect`, a traceback's frames);
-- `answer_is_protected` says when the answer itself is a protected function (or wraps one).
+- `answer_is_protected` says when the answer itself is a protected function (or wraps one);
+- the same audit hook refuses opening the course's own files (the checks, the package's and the grader's
+  source: jailed, the checks' folder is empty anyway) and reading the process's memory (`ctypes.string_at`,
+  `/proc/<pid>/mem`), and marks the exercise; and it refuses, without marking it, what no exercise needs and
+  what the jail stops where there is one: starting processes, network connections, loading native
+  libraries, signalling another process, reading another process's environment, writing outside the
+  submission's own folder.
 
 Each of these marks the exercise of the running step; the grader scores it 0 and says why. A call counts
 as the learner's when the nearest frame above it that is neither Python's or torch's library nor the
@@ -26,6 +32,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -40,6 +47,8 @@ _PACKAGE = os.path.dirname(os.path.realpath(attn_course.__file__)) + os.sep
 _CHECKS = os.path.join(_PACKAGE, "checks") + os.sep
 #: The instructor's tools, the grader and this sandbox among them: never the learner's code.
 _TOOLS = os.path.dirname(os.path.realpath(attn_course_tools.__file__)) + os.sep
+#: The model answers as notebooks, where the course runs from its checkout (outside the jail's view).
+_SOLUTIONS = os.path.join(os.path.dirname(_PACKAGE[:-1]), "solutions") + os.sep
 
 #: Audit events refused when the learner's code raises them, and what each is in words.
 REFUSED = {
@@ -51,7 +60,32 @@ REFUSED = {
     "sys.settrace": "`sys.settrace()`",
     "sys.setprofile": "`sys.setprofile()`",
     "code.__new__": "a new code object (`code.replace`, `types.CodeType`)",
+    "ctypes.string_at": "`ctypes.string_at()`, which reads the process's memory",
+    "ctypes.wstring_at": "`ctypes.wstring_at()`, which reads the process's memory",
+    "ctypes.cdata": "`ctypes` `from_address()`, which reads the process's memory",
 }
+
+#: Audit events refused when the learner's code raises them, without marking the exercise: nothing an
+#: exercise needs, and what the jail stops where there is one.
+OFF = {
+    "subprocess.Popen": "starting a process",
+    "os.system": "starting a process",
+    "os.exec": "starting a process",
+    "os.posix_spawn": "starting a process",
+    "os.spawn": "starting a process",
+    "os.fork": "starting a process",
+    "os.forkpty": "starting a process",
+    "pty.spawn": "starting a process",
+    "socket.connect": "a network connection",
+    "socket.bind": "a network connection",
+    "socket.sendto": "a network connection",
+    "ctypes.dlopen": "loading a native library",
+}
+
+#: Files of /proc that hold another process's secrets or this one's memory.
+_PROC = re.compile(
+    r"^/proc/(?:self|thread-self|\d+)/(?:task/\d+/)?(mem|maps|smaps|pagemap|environ)$|^/proc/\d+/"
+)
 
 
 def _nested(code: CodeType) -> Iterator[CodeType]:
@@ -156,15 +190,67 @@ def by_learner(frame: FrameType | None) -> bool:
     return False
 
 
+def course_file(path: str) -> tuple[str | None, str]:
+    """What opening `path` (a real path: /proc/self is this process's number) would reach, in words,
+    and which kind of thing it is: "answers" (the checks, the solutions), "source" (the package's and the
+    grader's), "memory" (this process's) or "process" (another process's files); (None, "") for a file
+    the learner's code may open."""
+    top = os.path.dirname(_PACKAGE[:-1])
+    if path.startswith(_CHECKS) or path.startswith(_SOLUTIONS):
+        return f"the course's model answers (`{os.path.relpath(path, top)}`)", "answers"
+    for root in (_PACKAGE, _TOOLS):
+        if path.startswith(root):
+            where = os.path.relpath(path, os.path.dirname(root[:-1]))
+            return f"the course's own source (`{where}`)", "source"
+    match = _PROC.match(path)
+    if match is None:
+        return None, ""
+    if match.group(1) in ("mem", "maps", "smaps", "pagemap") and path.startswith(f"/proc/{os.getpid()}/"):
+        return f"`{path}`, this process's memory", "memory"
+    return f"`{path}`, another process's files", "process"
+
+
+def _writes(args: tuple) -> bool:
+    """Whether an "open" audit event's (path, mode, flags) open for writing."""
+    mode, flags = (list(args) + [None, None])[1:3]
+    if isinstance(mode, str):
+        return any(c in mode for c in "wax+")
+    write = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    return isinstance(flags, int) and bool(flags & write)
+
+
+def _opened_by_learner(frame: FrameType | None, through_imports: bool) -> bool:
+    """`by_learner`, but, if `through_imports`, looking through the import system's frames too."""
+    while frame is not None:
+        kind = _kind(frame.f_code.co_filename)
+        if kind == "learner":
+            return True
+        if kind == "package" or (kind == "import" and not through_imports):
+            return False
+        frame = frame.f_back
+    return False
+
+
 class Guard:
     """Watches the learner's steps (see the module's docstring). `found`: {exercise key: why it scores 0}."""
 
-    def __init__(self, protected: Protected):
+    def __init__(self, protected: Protected, writable: str | os.PathLike | None = None):
+        """protected: what the learner's code may not run (`protected_codes`); writable: the one folder
+        it may write in (its job's folder), None for anywhere."""
         self.protected = protected
+        self.writable = None if writable is None else os.path.realpath(writable) + os.sep
         self._by_id = {id(code): found for code, found in protected.items()}  # cheaper than hashing code
         self.key: str | None = None
         self.found: dict[str, str] = {}
         self._busy = False
+        #: The course's modules already loaded: running one again (importlib.reload, a loader from its
+        #: file) would bring back the originals the sandbox switched off.
+        self.loaded = {
+            os.path.realpath(m.__file__)
+            for m in list(sys.modules.values())
+            if isinstance(getattr(m, "__file__", None), str)
+            and os.path.realpath(m.__file__).startswith((_PACKAGE, _TOOLS))
+        }
 
     def install(self) -> None:
         """Start watching (for good: the audit hook stays; it acts only while a step is watched)."""
@@ -194,6 +280,17 @@ class Guard:
     def _audit(self, event: str, args: tuple) -> None:
         if self.key is None or self._busy:
             return
+        if event == "open":
+            self._opening(args[0])
+            if _writes(args) and not self._may_write(args[0]):
+                self._off("writing outside the submission's own folder")
+            return
+        if event in OFF:
+            self._off(OFF[event])
+            return
+        if event in ("os.kill", "os.killpg") and args and args[0] not in (0, os.getpid()):
+            self._off("signalling another process")  # the grader's fork server, above all
+            return
         what = REFUSED.get(event)
         if what is None and event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
             what = "an assignment to a function's `__code__`"
@@ -213,6 +310,42 @@ class Guard:
         if learner:
             self._note(f"your code called {what}, which can reach the course's own answers")
             raise RuntimeError(f"{what} is off while grading: it can reach the course's own answers")
+
+    def _opening(self, path: Any) -> None:
+        """Refuse, and mark the exercise, when the learner's code opens the course's own files or this
+        process's memory; refuse another process's files (see `course_file`)."""
+        if isinstance(path, int):
+            return
+        self._busy = True
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+            what, kind = course_file(real)
+            # the checks are never imported from their files in the sandbox, and a loaded module is never
+            # imported again: whoever opens one (the import system included, on the learner's behalf, as
+            # importlib.reload does) is the learner's code
+            again = kind == "answers" or real in self.loaded
+            learner = what is not None and _opened_by_learner(sys._getframe(2), again)
+        finally:
+            self._busy = False
+        if not learner:
+            return
+        if kind != "process":
+            self._note(f"your code opened {what} while grading")
+        raise PermissionError(f"{what} cannot be opened while grading")
+
+    def _may_write(self, path: Any) -> bool:
+        if self.writable is None or isinstance(path, int):
+            return True
+        return os.path.realpath(os.fsdecode(path)).startswith(self.writable)
+
+    def _off(self, what: str) -> None:
+        self._busy = True
+        try:
+            learner = by_learner(sys._getframe(2))
+        finally:
+            self._busy = False
+        if learner:
+            raise PermissionError(f"{what} is off while grading")
 
     def answer_is_protected(self, answer: Any, key: str) -> str | None:
         """The dotted name of the function protected in exercise `key` that the answer is (or wraps, or

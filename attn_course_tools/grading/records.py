@@ -1,5 +1,6 @@
-"""The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades and
-the gradebook's rows.
+"""The values the grader's modules hand each other: a submission's limits, a sandbox step, the grades, the
+gradebook's rows and what each row scores under the course's rules (`Mark`, `Score`), and the table a
+gradebook's form makes of them (`Sheet`, `Table`).
 
 `Step` is the one thing that crosses the sandbox's boundary both ways (in the job the grader writes, in the
 journal the sandbox writes back): `Step.to_json` and `Step.from_json` are its only serialisation.
@@ -9,12 +10,15 @@ one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attn_course.validation import check_int, check_number, check_positive_int
+
+if TYPE_CHECKING:
+    from attn_course_tools.grading.rules import Override, Rules
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ class ExerciseGrade:
 
     mistake: the name of the known mistake (or known error) the checks recognised, None if none was named
     (see `attn_course_tools.grading.judging.mistake_names`); the class report counts them.
+    integrity: for the instructor only, never in the student's feedback: why this exercise is an integrity
+    case (the learner's code reached for the course's own answers: fishing in the interpreter, opening the
+    course's source files), with the evidence; None if it is not one. The integrity report lists them.
     """
 
     key: str
@@ -112,13 +119,16 @@ class ExerciseGrade:
     message: str
     notes: list[str] = field(default_factory=list)
     mistake: str | None = None
+    integrity: str | None = None
 
 
 @dataclass
 class SubmissionGrade:
     """One notebook: who, what each exercise got, and anything that went wrong while grading it.
 
-    cached: whether this grade was read from the grade cache instead of graded in this run.
+    notes: what the student reads about the whole notebook; cached: whether this grade was read from the
+    grade cache instead of graded in this run; instructor_notes: what only the instructor reads (the
+    gradebook's notes), about this run (e.g. the full paths of the files it superseded): never cached.
     """
 
     path: Path
@@ -128,6 +138,7 @@ class SubmissionGrade:
     notes: list[str]
     seconds: float
     cached: bool = False
+    instructor_notes: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -153,8 +164,21 @@ class SubmissionGrade:
 
 def best(submissions: Sequence[SubmissionGrade], key: str) -> ExerciseGrade | None:
     """The best grade of exercise `key` among one student's submissions, or None if none answers it."""
-    candidates = [s.exercises[key] for s in submissions if key in s.exercises]
-    return max(candidates, key=lambda g: g.points) if candidates else None
+    found = best_of(submissions, key)
+    return None if found is None else found[1]
+
+
+def best_of(
+    submissions: Sequence[SubmissionGrade],
+    key: str,
+    value: Callable[[SubmissionGrade, ExerciseGrade], Any] | None = None,
+) -> tuple[SubmissionGrade, ExerciseGrade] | None:
+    """(the submission, its grade) of the best attempt at exercise `key` among one student's submissions,
+    or None if none answers it. value(submission, grade): what "best" maximises (default: the points); of
+    equal ones the first counts."""
+    candidates = [(s, s.exercises[key]) for s in submissions if key in s.exercises]
+    rank = value or (lambda s, g: g.points)
+    return max(candidates, key=lambda sg: rank(*sg)) if candidates else None
 
 
 @dataclass
@@ -180,3 +204,80 @@ class Row:
         if found is None:
             return 0 if self.note == "no submission" else None
         return found.points
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One exercise of one gradebook row, as the gradebook and the feedback show it.
+
+    key: the exercise; possible: what it is worth (the rules' points, 1 by default); points: what the row
+    earns on it before any late penalty (the attempt's points times `possible`, or the instructor's
+    override), None if no file answers it; grade, file: the attempt that counts and the file it is in
+    (None if none); others: how many more of the student's files answer it; factor: the late factor of
+    `file` (1 if on time); override: the instructor's points, if any.
+    """
+
+    key: str
+    possible: float
+    points: float | None = None
+    grade: ExerciseGrade | None = None
+    file: SubmissionGrade | None = None
+    others: int = 0
+    factor: float = 1.0
+    override: Override | None = None
+
+    @property
+    def earned(self) -> float | None:
+        """The points after the late penalty, None if not answered."""
+        return None if self.points is None else self.points * self.factor
+
+
+@dataclass(frozen=True)
+class Score:
+    """What one gradebook row scores: each exercise's `Mark`, and the late sentence of each late file
+    ({file name: sentence})."""
+
+    marks: dict[str, Mark]
+    late: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        """The points earned, after the late penalties."""
+        return sum(m.earned or 0.0 for m in self.marks.values())
+
+    @property
+    def lost(self) -> float:
+        """The points the late penalties took off."""
+        return sum((m.points or 0.0) - (m.earned or 0.0) for m in self.marks.values())
+
+    @property
+    def possible(self) -> float:
+        """The most the exercises are worth together."""
+        return sum(m.possible for m in self.marks.values())
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """What shapes a gradebook besides its rows: the exercise columns, whether a roster gave the rows (a name
+    and a note column), the course's rules if the instructor gave some (a points-possible line and a late
+    column), and Canvas's one total column (`canvas_column`, its name), if asked for."""
+
+    columns: tuple[str, ...]
+    with_roster: bool = False
+    rules: Rules | None = None
+    canvas_column: str | None = None
+
+
+@dataclass
+class Table:
+    """A gradebook as its lines: the head (the header, and a points-possible line where the form has one),
+    then one line per row with the key that finds the row again (the student id, or the LMS's id)."""
+
+    head: list[list[Any]]
+    rows: list[tuple[str, list[Any]]] = field(default_factory=list)
+
+
+def number(value: float) -> int | float:
+    """Points as a gradebook writes them: a whole number without a decimal point, else two decimals."""
+    rounded = round(value, 2)
+    return int(rounded) if rounded == int(rounded) else rounded

@@ -10,6 +10,7 @@ section that teaches the point (`attn_course_tools.grading.sections`).
 from __future__ import annotations
 
 import csv
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,24 +29,27 @@ RETEACH = 3
 
 
 class ReportPaths(NamedTuple):
-    """Where the class report goes: Markdown, CSV and the bar chart (PNG); and the similarity report
-    (`attn_course_tools.grading.similarity`)."""
+    """Where the class report goes: Markdown, CSV and the bar chart (PNG); the similarity report
+    (`attn_course_tools.grading.similarity`) and the integrity report
+    (`attn_course_tools.grading.integrity`)."""
 
     markdown: Path
     csv: Path
     figure: Path
     similarity: Path
+    integrity: Path
 
 
 def report_paths(out: str | Path) -> ReportPaths:
     """The reports' files next to the gradebook `out`: for grades.csv, grades_report.md, grades_report.csv,
-    grades_mistakes.png and grades_similarity.md."""
+    grades_mistakes.png, grades_similarity.md and grades_integrity.md."""
     out = Path(out)
     return ReportPaths(
         out.with_name(f"{out.stem}_report.md"),
         out.with_name(f"{out.stem}_report.csv"),
         out.with_name(f"{out.stem}_mistakes.png"),
         out.with_name(f"{out.stem}_similarity.md"),
+        out.with_name(f"{out.stem}_integrity.md"),
     )
 
 
@@ -105,6 +109,23 @@ def to_reteach(summaries: Sequence[ExerciseSummary], n: int = RETEACH) -> list[t
     return sorted(found, key=lambda sm: (-sm[0].share(sm[1]), -len(sm[0].mistakes[sm[1]])))[:n]
 
 
+def one_line(text: str) -> str:
+    """`text` on one line, as a Markdown list item, a table cell or a chart label needs it: a list inside
+    it ("remain:\n- The mask ...") runs on with semicolons, other line breaks become spaces."""
+    text = re.sub(r":\s*\n\s*[-*]\s+", ": ", text.strip())
+    text = re.sub(r"\s*\n\s*[-*]\s+", "; ", text)
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
+def _cell(text: str) -> str:
+    """`text` as one cell of a Markdown table: one line, its pipes escaped."""
+    return one_line(text).replace("|", "\\|")
+
+
+def _who(students: Sequence[str]) -> str:
+    return ", ".join(one_line(s) for s in students)
+
+
 def _title(key: str) -> str:
     exercise = checks.EXERCISES[key]
     return f"{key} `{exercise.name}`"
@@ -126,10 +147,10 @@ def _markdown_head(
     for rank, (summary, mistake) in enumerate(reteach, 1):
         who = summary.mistakes[mistake]
         lines += [
-            f"{rank}. **{_title(summary.key)}: {mistake}**: {len(who)} of {len(summary.attempted)} who "
-            f"attempted it ({summary.share(mistake):.0%}): {', '.join(who)}.",
+            f"{rank}. **{_title(summary.key)}: {one_line(mistake)}**: {len(who)} of {len(summary.attempted)} "
+            f"who attempted it ({summary.share(mistake):.0%}): {_who(who)}.",
             f"   Taught in {section(summary.key) or 'the chapter'}.",
-            f"   > {summary.messages[mistake]}".replace("\n", " "),
+            f"   > {one_line(summary.messages[mistake])}",
             "",
         ]
     if not reteach:
@@ -149,9 +170,10 @@ def _markdown_exercise(summary: ExerciseSummary) -> list[str]:
     if summary.mistakes:
         lines += ["| Mistake | Students | Share | Who |", "| --- | ---: | ---: | --- |"]
         for mistake, who in summary.mistakes.items():
-            lines.append(f"| {mistake} | {len(who)} | {summary.share(mistake):.0%} | {', '.join(who)} |")
+            share = f"{summary.share(mistake):.0%}"
+            lines.append(f"| {_cell(mistake)} | {len(who)} | {share} | {_cell(', '.join(who))} |")
         lines.append("")
-        lines += [f"- **{m}**: {text}".replace("\n", " ") for m, text in summary.messages.items()]
+        lines += [f"- **{one_line(m)}**: {one_line(text)}" for m, text in summary.messages.items()]
         lines.append("")
     return lines
 
@@ -215,19 +237,26 @@ def csv_rows(summaries: Sequence[ExerciseSummary]) -> list[list[object]]:
     return rows
 
 
-def draw_mistakes(summaries: Sequence[ExerciseSummary], path: Path) -> Path | None:
-    """A horizontal bar chart of the named mistakes (students per mistake), the most frequent at the top;
-    None (and no file) when there is none."""
-    bars = sorted(
+def bars(summaries: Sequence[ExerciseSummary]) -> list[tuple[int, str, str]]:
+    """The chart's bars, fewest students first: (students, label, exercise key); each label one line of at
+    most 70 characters, "<key>: <mistake>"."""
+    found = sorted(
         (
-            (len(who), f"{s.key}: {m}", s.key)
+            (len(who), one_line(f"{s.key}: {m}"), s.key)
             for s in summaries
             for m, who in s.mistakes.items()
             if m != OTHER
         ),
         key=lambda bar: bar[0],
     )
-    if not bars:
+    return [(count, label if len(label) <= 70 else label[:69] + "…", key) for count, label, key in found]
+
+
+def draw_mistakes(summaries: Sequence[ExerciseSummary], path: Path) -> Path | None:
+    """A horizontal bar chart of the named mistakes (students per mistake), the most frequent at the top;
+    None (and no file) when there is none."""
+    bars_ = bars(summaries)
+    if not bars_:
         path.unlink(missing_ok=True)
         return None
     import matplotlib
@@ -235,11 +264,11 @@ def draw_mistakes(summaries: Sequence[ExerciseSummary], path: Path) -> Path | No
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    keys = list(dict.fromkeys(key for _, _, key in bars))
+    keys = list(dict.fromkeys(key for _, _, key in bars_))
     colours = {key: plt.get_cmap("tab10")(i % 10) for i, key in enumerate(keys)}
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.35 * len(bars)))
-    labels = [label if len(label) <= 70 else label[:69] + "…" for _, label, _ in bars]
-    ax.barh(labels, [count for count, _, _ in bars], color=[colours[key] for _, _, key in bars])
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.35 * len(bars_)))
+    labels = [label for _, label, _ in bars_]
+    ax.barh(labels, [count for count, _, _ in bars_], color=[colours[key] for _, _, key in bars_])
     ax.set_xlabel("students who made the mistake")
     fig.suptitle("Named mistakes: the longest bars are the points to teach again")
     ax.xaxis.get_major_locator().set_params(integer=True)

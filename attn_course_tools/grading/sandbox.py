@@ -1,8 +1,10 @@
 """Run a submission's job in sandboxes, from the grader: start them, watch them, restart past fatal steps.
 
-The grader writes a job folder (`job_folder`), `run_job` runs it in a sandbox forked by the `Sandboxes`
-fork server (see `attn_course_tools.grading.sandbox_child`) and reads back the journal: how each step ended,
-and why each step that killed its sandbox is fatal. No learner code runs in this process.
+The grader writes a job folder (`Sandboxes.job_folder`), `run_job` runs it in a sandbox forked by the
+`Sandboxes` fork server (see `attn_course_tools.grading.sandbox_child`) and reads back the journal: how each
+step ended, and why each step that killed its sandbox is fatal. The fork server runs in the operating-system
+jail where bubblewrap works (`attn_course_tools.grading.jail`), with the server's jobs folder the only place
+it may write. No learner code runs in this process.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,10 +26,17 @@ from typing import Any
 
 import torch
 
+from attn_course_tools.grading import jail
 from attn_course_tools.grading.closure import package_roots
 from attn_course_tools.grading.reading import ExerciseCell
 from attn_course_tools.grading.records import Limits, Step
-from attn_course_tools.grading.sandbox_child import NOBODY, SERVER_COMMAND
+from attn_course_tools.grading.sandbox_child import (
+    JAILED_VARIABLE,
+    NOBODY,
+    SERVER_COMMAND,
+    drops_to_nobody,
+    process_namespace,
+)
 
 #: Seconds a step may overrun its own timer (which the sandbox enforces) before the grader kills it.
 _GRACE = 2.0
@@ -35,18 +45,21 @@ _POLL = 0.02
 
 
 @contextlib.contextmanager
-def job_folder(inputs: Mapping[str, list[Any]]) -> Iterator[Path]:
-    """A temporary job folder: inputs/{key}.pt (each exercise's case inputs), outputs/ and work/ for the
-    sandbox to write. Removed on exit."""
-    with tempfile.TemporaryDirectory(prefix="attn-course-grade-") as tmp:
+def job_folder(
+    inputs: Mapping[str, list[Any]], root: Path | None = None, owner: int | None = None
+) -> Iterator[Path]:
+    """A temporary job folder in `root` (default: the system's temporary folder): inputs/{key}.pt (each
+    exercise's case inputs), outputs/ and work/ for the sandbox to write (owned by the user id `owner` if
+    given: the sandbox's, when it runs as another user). Removed on exit."""
+    with tempfile.TemporaryDirectory(prefix="attn-course-grade-", dir=root) as tmp:
         job_dir = Path(tmp)
         for folder in ("inputs", "outputs", "work"):
             (job_dir / folder).mkdir()
         for key, key_inputs in inputs.items():
             torch.save(key_inputs, job_dir / "inputs" / f"{key}.pt")
-        if os.geteuid() == 0:  # the sandbox runs as nobody: let it write its journal, results and scratch
+        if owner is not None:
             for folder in (job_dir, job_dir / "outputs", job_dir / "work"):
-                os.chown(folder, NOBODY, NOBODY)
+                os.chown(folder, owner, owner)
         yield job_dir
 
 
@@ -96,20 +109,31 @@ def read_journal(path: Path) -> list[tuple[Step, dict]]:
     return events
 
 
-def _sandbox_env() -> dict[str, str]:
-    """The fork server's environment: one thread, no GPU, and the folders the grader imports the course's
-    packages from first on its path (a checkout or site-packages alike), so it grades with the same code."""
-    env = dict(os.environ)
+#: Variables of the grader's environment the sandbox may see (paths only: never a secret).
+_PASSED = ("LD_LIBRARY_PATH", "ATEN_CPU_CAPABILITY")
+
+
+def _sandbox_env(jailed: bool) -> dict[str, str]:
+    """The fork server's whole environment, built afresh (nothing of the grader's but `_PASSED`): one
+    thread, no GPU, and the folders the grader imports the course's packages from first on its path (a
+    checkout or site-packages alike), so it grades with the same code."""
     roots = dict.fromkeys(str(folder.parent) for folder in package_roots().values())
+    env = {name: os.environ[name] for name in _PASSED if name in os.environ}
     env.update(
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        HOME="/tmp",
+        LANG="C.UTF-8",
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
         CUDA_VISIBLE_DEVICES="",
         PYTHONHASHSEED="0",
         MPLBACKEND="Agg",
         PYTHONDONTWRITEBYTECODE="1",
-        PYTHONPATH=os.pathsep.join(p for p in (*roots, env.get("PYTHONPATH")) if p),
+        PYTHONNOUSERSITE="1",
+        PYTHONPATH=os.pathsep.join(roots),
     )
+    if jailed:
+        env[JAILED_VARIABLE] = process_namespace()
     return env
 
 
@@ -148,11 +172,19 @@ def overrun(step_started: float | None, now: float, deadline: float, limits: Lim
 
 class Sandboxes:
     """Starts sandboxes for the grader, fast: a fork server imports torch once, then forks one fresh,
-    limited process per run. Use as a context manager; `run` restarts the server if a submission killed it."""
+    limited process per run. Use as a context manager; `run` restarts the server if a submission killed it.
+
+    The server runs in the operating-system jail where it works (`jail.status()`; `jail` says what it
+    stops), with a jobs folder of its own, where `job_folder` makes each job's folder: the only place its
+    sandboxes may write. `jail`: that status, for the grader to report.
+    """
 
     def __init__(self) -> None:
+        self.jail = jail.status()
         self._server: subprocess.Popen | None = None
         self._buffer = b""
+        self.jobs = Path(tempfile.mkdtemp(prefix="attn-course-jobs-"))
+        os.chmod(self.jobs, 0o711)  # a sandbox running as nobody reaches its own job's folder, lists none
 
     def __enter__(self) -> Sandboxes:
         return self
@@ -161,7 +193,11 @@ class Sandboxes:
         self.close()
 
     def close(self) -> None:
-        """Stop the fork server."""
+        """Stop the fork server (and, jailed, everything in its jail) and remove the jobs folder."""
+        self._stop()
+        shutil.rmtree(self.jobs, ignore_errors=True)
+
+    def _stop(self) -> None:
         if self._server is not None:
             self._server.kill()
             self._server.wait()
@@ -169,16 +205,39 @@ class Sandboxes:
                 stream.close()
             self._server = None
 
+    @contextlib.contextmanager
+    def job_folder(self, inputs: Mapping[str, list[Any]]) -> Iterator[Path]:
+        """A job's folder in this server's jobs folder (see the module-level `job_folder`). On exit the
+        jobs folder is emptied, so that nothing a submission left there reaches the next one."""
+        owner = NOBODY if drops_to_nobody(self.jail.jailed) else None
+        try:
+            with job_folder(inputs, self.jobs, owner) as job_dir:
+                yield job_dir
+        finally:
+            for entry in self.jobs.iterdir():
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
     def _start(self) -> None:
-        self.close()
+        self._stop()
+        self.jobs.mkdir(mode=0o711, exist_ok=True)
+        argv = [sys.executable, "-c", SERVER_COMMAND]
+        env = _sandbox_env(self.jail.jailed)
+        if self.jail.jailed:
+            argv = jail.command(argv, self.jobs, env)
         self._server = subprocess.Popen(
-            [sys.executable, "-c", SERVER_COMMAND],
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=_sandbox_env(),
-            cwd=tempfile.gettempdir(),
+            env=env,
+            cwd=self.jobs,
+            start_new_session=True,
         )
+        self._server.stdin.write((json.dumps(jail.checks_sources()) + "\n").encode())
+        self._server.stdin.flush()
         self._buffer = b""
 
     def _message(self, timeout: float) -> dict | None:
@@ -205,7 +264,7 @@ class Sandboxes:
         self._server.stdin.flush()
         started = self._message(timeout=120.0)
         if not started:
-            self.close()
+            self._stop()
             raise RuntimeError(
                 "the grader's fork server did not start a sandbox (is attn_course importable?)"
             )
@@ -214,11 +273,13 @@ class Sandboxes:
     def _ended(self, pid: int) -> tuple[bool, int | None]:
         """Wait a moment for the sandbox `pid`: (whether it ended, its returncode if the server said)."""
         if self._server is None:  # the server is gone (the learner's code killed it): watch the sandbox
+            if self.jail.jailed:  # ... which went with the server's jail
+                return True, None
             time.sleep(_POLL)
             return not _alive(pid), None
         message = self._message(timeout=_POLL)
         if message is None:
-            self.close()
+            self._stop()
         elif message.get("pid") == pid and "returncode" in message:
             return True, message["returncode"]
         return False, None
@@ -242,9 +303,18 @@ class Sandboxes:
                 if killed_for is None:
                     killed_for = overrun(step_started, time.monotonic(), deadline, limits)
                 if killed_for:
-                    _kill_group(pid)
+                    self._kill(pid)
         finally:
-            _kill_group(pid)  # also whatever the learner's code started
+            if not self.jail.jailed:  # jailed, the server ends what the learner's code started
+                _kill_group(pid)
+
+    def _kill(self, pid: int) -> None:
+        """Kill the sandbox `pid` and what it started: jailed, the pid is the jail's own, so the server and
+        its whole jail go (the next run starts a fresh one)."""
+        if self.jail.jailed:
+            self._stop()
+        else:
+            _kill_group(pid)
 
 
 @dataclass

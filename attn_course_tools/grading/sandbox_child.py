@@ -1,12 +1,15 @@
 """The sandbox: the only code that runs beside a learner's cells, in a forked, limited process.
 
-`server_main` is the fork server the grader starts (see `attn_course_tools.grading.sandbox.Sandboxes`): it
-imports this module -- and with it torch and the checks -- once, before any learner code exists, then
-forks one sandbox per job. A sandbox limits itself, switches off the model answers and the package
-functions the learner must write, runs the chapter's set-up imports, the learner's exercise cells and one
-call step per exercise, each with a timer and watched by `attn_course_tools.grading.guard.Guard` (which keeps
-the learner's code from the course's own answers), journals the start and end of every step, and writes
-back plain data only. Everything it writes is untrusted: the grader judges it.
+`server_main` is the fork server the grader starts (see `attn_course_tools.grading.sandbox.Sandboxes`),
+jailed where bubblewrap works (`attn_course_tools.grading.jail`): it imports the checks from the source
+the grader sends (`attn_course_tools.sandbox_boot`), this module and torch once, before any learner code
+exists, then forks one sandbox per job, and, jailed, ends whatever a job left running before the next. A
+sandbox limits itself, switches off the model answers and the package functions the learner must write,
+runs the chapter's set-up imports, the learner's exercise cells (each compiled in its own step, so a cell
+that does not compile costs only its exercise) and one call step per exercise, each with a timer and
+watched by `attn_course_tools.grading.guard.Guard` (which keeps the learner's code from the course's own
+answers), journals the start and end of every step, and writes back plain data only. Everything it
+writes is untrusted: the grader judges it.
 """
 
 from __future__ import annotations
@@ -36,8 +39,31 @@ from attn_course_tools.grading.records import Limits, Step
 #: The sandbox's user and group when the grader runs as root.
 NOBODY = 65534
 
-#: What the grader runs to start the fork server.
-SERVER_COMMAND = "from attn_course_tools.grading.sandbox_child import server_main; server_main()"
+#: What the grader runs to start the fork server: the checks' source first (on stdin), then the server.
+SERVER_COMMAND = (
+    "import sys; from attn_course_tools.sandbox_boot import install; install(sys.stdin); "
+    "from attn_course_tools.grading.sandbox_child import server_main; server_main()"
+)
+
+#: Set in the fork server's environment when it runs in the jail, to the grader's process namespace (the
+#: learner's code cannot change what the server read at its start).
+JAILED_VARIABLE = "ATTN_COURSE_JAILED"
+
+
+def process_namespace() -> str:
+    """This process's PID namespace, e.g. "pid:[4026531836]" ("" where there is no /proc)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def in_own_namespace() -> bool:
+    """Whether this server runs jailed: in a PID namespace other than the grader's (which the grader put in
+    JAILED_VARIABLE). Only then may it end every other process it can see."""
+    grader = os.environ.get(JAILED_VARIABLE, "")
+    here = process_namespace()
+    return bool(grader) and bool(here) and here != grader
 
 
 class _Timeout(BaseException):
@@ -77,12 +103,13 @@ def server_main() -> None:
     seconds, a fork milliseconds; and every sandbox starts from the same clean state, because nothing runs
     in the server but imports.
     """
+    jailed = in_own_namespace()
     for line in sys.stdin:
         job_dir = Path(json.loads(line)["job"])
         pid = os.fork()
         if pid == 0:
             try:
-                _enter_sandbox(job_dir)
+                _enter_sandbox(job_dir, jailed)
                 _sandbox(job_dir)
             except BaseException:  # the sandbox itself failed: say why on its stderr, exit 70
                 traceback.print_exc()
@@ -91,14 +118,37 @@ def server_main() -> None:
         sys.stdout.write(json.dumps({"pid": pid}) + "\n")
         sys.stdout.flush()
         _, status = os.waitpid(pid, 0)
+        if jailed:
+            _end_leftovers()
         sys.stdout.write(json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status)}) + "\n")
         sys.stdout.flush()
 
 
-def _enter_sandbox(job_dir: Path) -> None:
+def _end_leftovers() -> None:
+    """Jailed, between two jobs: kill every process of the jail's own process namespace but the server and
+    the jail's init (what the learner's code started and left running, however it detached itself)."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:  # reap those that were the server's children
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
+def drops_to_nobody(jailed: bool) -> bool:
+    """Whether the sandbox switches to the user `nobody`: unjailed, when the grader runs as root and Python
+    and the course can be read by anyone (jailed, the jail's root has no capabilities at all)."""
+    return not jailed and os.geteuid() == 0 and _readable_by_anyone()
+
+
+def _enter_sandbox(job_dir: Path, jailed: bool) -> None:
     """In the forked child: its own session, no terminal or pipes, stderr to a file, the job's folders,
-    and -- if the grader runs as root -- the unprivileged user `nobody`, so that the learner's code cannot
-    signal the grader or write the submissions."""
+    and -- unjailed, if the grader runs as root -- the unprivileged user `nobody`, so that the learner's
+    code cannot signal the grader or write the submissions."""
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -107,7 +157,8 @@ def _enter_sandbox(job_dir: Path) -> None:
     os.dup2(stderr, 2)
     os.chdir(job_dir / "work")
     os.environ["TMPDIR"] = str(job_dir / "work")
-    if os.geteuid() == 0 and _readable_by_anyone():
+    os.environ["HOME"] = str(job_dir / "work")
+    if drops_to_nobody(jailed):
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
@@ -144,6 +195,16 @@ def _limit_process(limits: Limits) -> None:
     torch.set_num_threads(1)
 
 
+def learner_error(exc: BaseException) -> dict[str, str]:
+    """An error in the learner's terms: its type, message and the learner's own line (never the sandbox's
+    traceback). A cell that does not compile is placed by the line Python's parser names."""
+    if isinstance(exc, SyntaxError) and checks.is_learner_frame(exc.filename or "<cell>"):
+        line = (exc.text or "").strip()
+        where = f"line {exc.lineno}" + (f": `{line}`" if line else "") if exc.lineno else ""
+        return {"type": type(exc).__name__, "message": exc.msg or "invalid syntax", "where": where}
+    return checks.summarize_exception(exc)
+
+
 class _StepRunner:
     """Runs one job's steps, each with the timer and the output cap, and journals the "start" and "end" of
     every step to journal.jsonl, so the grader knows which step a crash or hang belongs to."""
@@ -176,7 +237,7 @@ class _StepRunner:
         except _OutputLimit as exc:
             status, error = "output", checks.summarize_exception(exc)
         except BaseException as exc:  # the learner's error, even SystemExit or KeyboardInterrupt: noted
-            status, error = "error", checks.summarize_exception(exc)
+            status, error = "error", learner_error(exc)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
@@ -204,13 +265,16 @@ def _sandbox(job_dir: Path) -> None:
         exercise = checks.EXERCISES[key]
         for dotted in exercise.package:
             _remember(originals, _switch_off(dotted, key, exercise.name), {key})
-    guard = Guard(protected_codes(originals, checks_part))
+    guard = Guard(protected_codes(originals, checks_part), writable=job_dir)
     guard.install()
-    for cell in job["cells"]:
-        code = compile(cell["source"], f"<cell {cell['index'] + 1}, {cell['exercise']}>", "exec")
-        _remember_source(code.co_filename, cell["source"])
+    for cell in job["cells"]:  # compiled inside its step: a cell that does not compile costs only its own
+        filename = f"<cell {cell['index'] + 1}, {cell['exercise']}>"
+        _remember_source(filename, cell["source"])
         with guard.watching(cell["exercise"]):
-            runner.run(Step.cell(cell["index"]), lambda code=code: exec(code, namespace))
+            runner.run(
+                Step.cell(cell["index"]),
+                lambda cell=cell, name=filename: exec(compile(cell["source"], name, "exec"), namespace),
+            )
     for key in job["exercises"]:
         exercise = checks.EXERCISES[key]
         with guard.watching(key):
@@ -247,6 +311,7 @@ def _hide_solutions(keys: list[str]) -> Originals:
         exercise.graded, exercise.solution_code = True, SOLUTION_OFF
         exercise._reference = exercise._build = _refuse_reference
         exercise.mistakes = ()
+    _blank_source_text()
     owners: dict[str, set[str]] = {}  # package module -> the job's exercises that re-implement part of it
     for key in keys:
         for dotted in checks.EXERCISES[key].package:
@@ -265,6 +330,17 @@ def _hide_solutions(keys: list[str]) -> Originals:
                 found = _switch_off(f"{module.__name__}.{name}", why="it computes the checks' answers")
                 _remember(originals, found, None if chapter_module else owners[module.__name__])
     return originals
+
+
+def _blank_source_text() -> None:
+    """Blank the checks' module-level source text (a model answer kept as a string, such as the one
+    chapter 6's mistakes are edited from, and the snippets of the mistakes' lines): nothing the checks
+    still need in the sandbox, and near enough to an answer to be kept from the learner's code."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("attn_course.checks."):
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, str) and "\n" in value and not attr.startswith("__"):
+                    setattr(module, attr, "")
 
 
 #: {dotted name: (original, the exercises it is the answer of, None for every exercise)}.
@@ -325,14 +401,14 @@ def _call_exercise(
     answer = namespace.get(exercise.name)
     copied = next((d for d in exercise.package if answer is not None and answer is checks.resolve(d)), None)
     fished = guard.answer_is_protected(answer, exercise.key)
-    if answer is None:
-        attempts: Any = {"missing": True}
+    if exercise.key in guard.found:  # reaching for the answers counts even where it left nothing defined
+        attempts: Any = {"fished": guard.found[exercise.key]}
+    elif answer is None:
+        attempts = {"missing": True}
     elif copied is not None:  # the package's own (switched-off) function, imported under the exercise's name
         attempts = {"copied": copied}
     elif fished is not None:
         attempts = {"fished": f"`{exercise.name}` is the course's own `{fished}`, taken from the grader"}
-    elif exercise.key in guard.found:
-        attempts = {"fished": guard.found[exercise.key]}
     else:
         inputs = torch.load(job_dir / "inputs" / f"{exercise.key}.pt", weights_only=True)
         attempts = []

@@ -4,8 +4,8 @@ Sphinx with myst-nb, configured in `book/conf.py`: README, the chapters, the exe
 instructors and maintainers, with math, figures, a table of contents, full-text search, and the widgets'
 stored state embedded so that the attention explorer and the playground show without a kernel. Every script
 and font comes from the build (`attn_course_tools.publish.vendor`). Each notebook is shown as `reading_view`
-gives it (the decks start from the same view): no `# NBVAL_...` lines, and a chapter's set-up cell (imports
-and seeding) shows only what it printed.
+gives it (the decks start from the same view): none of nbval's cell tags (`nbval-check-output`, ...), and a
+chapter's set-up cell (imports and seeding) shows only what it printed.
 
     python -m attn_course_tools.publish.book --root . --out build/book
 
@@ -29,7 +29,11 @@ import nbformat
 from attn_course_tools.checkout import add_root_option, parsed_checkout
 from attn_course_tools.publish.vendor import BOOK, NPM_CACHE, add_cache_option, vendor, widget_fonts_beside
 
-# nbval's instructions to the test run (`# NBVAL_CHECK_OUTPUT`, `# NBVAL_SKIP`, ...), one comment line each.
+#: nbval's instructions to the test run, as the cell tags it reads (nbval.plugin's `metadata_tags`): under
+#: `--nbval-lax` only a cell tagged `nbval-check-output` has its stored output compared with a fresh run.
+NBVAL_TAGS = frozenset({"nbval-check-output", "nbval-ignore-output", "nbval-skip", "nbval-raises-exception"})
+#: The same instructions in nbval's older form, a comment line (`# NBVAL_CHECK_OUTPUT`); the course's
+#: notebooks use the tags (tests/notebooks/test_textbook.py), a lecturer's own notebook may still hold these.
 NBVAL_MARK = re.compile(r"^[ \t]*#[ \t]*NBVAL_\w*[^\n]*(?:\n|\Z)", re.MULTILINE)
 HIDE_INPUT = "remove-input"  # the cell tag myst-nb (and the decks' exporter) honours: output shown, code not
 SET_UP_STATEMENTS = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.Expr)
@@ -38,8 +42,20 @@ SEEDING = "seed_everything"
 
 
 def without_nbval_marks(source: str) -> str:
-    """A code cell's source without its `# NBVAL_...` comment lines."""
+    """A code cell's source without nbval's `# NBVAL_...` comment lines."""
     return NBVAL_MARK.sub("", source)
+
+
+def without_nbval_tags(cell: nbformat.NotebookNode) -> None:
+    """Drop nbval's tags from a cell's metadata (in place); a cell left with no tag keeps no `tags` list."""
+    tags = cell.metadata.get("tags")
+    if tags is None:
+        return
+    kept = [tag for tag in tags if tag not in NBVAL_TAGS]
+    if kept:
+        cell.metadata["tags"] = kept
+    else:
+        del cell.metadata["tags"]
 
 
 def is_set_up_cell(source: str) -> bool:
@@ -66,12 +82,14 @@ def _called_names(tree: ast.AST) -> set[str]:
 def reading_view(nb: nbformat.NotebookNode, chapter: bool = True) -> nbformat.NotebookNode:
     """A copy of a notebook as the book and the decks show it; the notebook itself is untouched.
 
-    Code cells lose their `# NBVAL_...` lines. In a chapter, the first code cell, if `is_set_up_cell`, is
-    tagged `remove-input`: its imports are hidden and what it printed (e.g. "device: cpu") stays.
+    Code cells lose nbval's tags (and its older `# NBVAL_...` comment lines). In a chapter, the first code
+    cell, if `is_set_up_cell`, is tagged `remove-input`: its imports are hidden and what it printed (e.g.
+    "device: cpu") stays.
     """
     view = copy.deepcopy(nb)
     code_cells = [cell for cell in view.cells if cell.cell_type == "code"]
     for cell in code_cells:
+        without_nbval_tags(cell)
         cell.source = without_nbval_marks(cell.source)
     if chapter and code_cells and is_set_up_cell(code_cells[0].source):
         tags = code_cells[0].metadata.setdefault("tags", [])

@@ -6,6 +6,8 @@
 Each `draw_*` function below is one figure, in the order the chapters use them. Coordinates are in
 hundredths of an inch, y pointing down (as in SVG), so a figure reads like its code from top to bottom.
 Text is drawn as paths (the same glyphs on every machine); the output is byte-for-byte reproducible.
+Every mark is tagged in the SVG (see `Figure`), so that tests/notebooks/test_figures_browser.py can check in a
+browser that no label touches another label, a line or a box edge.
 """
 
 from __future__ import annotations
@@ -55,12 +57,14 @@ STYLE = {
 
 @dataclass
 class Box:
-    """A box's centre (x, y) and size; the attachment points of arrows are its edge midpoints."""
+    """A box's centre (x, y) and size; the attachment points of arrows are its edge midpoints. `gid` is the
+    id of the shape in the SVG file (its label names it as the shape it sits on)."""
 
     x: float
     y: float
     w: float
     h: float
+    gid: str = ""
 
     @property
     def top(self):
@@ -80,7 +84,13 @@ class Box:
 
 
 class Figure:
-    """A blank canvas of width x height (hundredths of an inch) with the drawing helpers."""
+    """A blank canvas of width x height (hundredths of an inch) with the drawing helpers.
+
+    Every mark is tagged in the SVG file, so that a test can find it: its group gets an id and a class,
+    `label` (a text; `data-text` holds the string, `data-on` the id of the box or cell it is written on),
+    `box` (a shape with a visible edge: a module, a circle (`data-shape`), a frame, a grid cell), `fill` (a
+    shape without one: a bar, a tensor block, a heatmap cell), `arrow` or `line`.
+    """
 
     def __init__(self, name: str, width: float, height: float, title: str):
         self.name, self.title = name, title
@@ -89,70 +99,102 @@ class Figure:
         self.ax.set_xlim(0, width)
         self.ax.set_ylim(height, 0)
         self.ax.axis("off")
+        self.tags: dict[str, dict[str, str]] = {}
 
-    def text(self, x, y, s, size=FONT, color=INK, ha="center", va="center", **kw):
-        self.ax.text(x, y, s, size=size, color=color, ha=ha, va=va, **kw)
+    def _tag(self, artist, role: str, **attributes) -> str:
+        """Give `artist` the next id of its role, and remember the attributes its SVG group gets."""
+        gid = f"{role}-{len(self.tags) + 1}"
+        artist.set_gid(gid)
+        self.tags[gid] = {"class": role, **{k: v for k, v in attributes.items() if v}}
+        return gid
+
+    def text(self, x, y, s, size=FONT, color=INK, ha="center", va="center", on: Box | None = None, **kw):
+        """A label; `on`: the box or cell it is written on (its edges must still keep clear of it)."""
+        if not s:
+            return
+        artist = self.ax.text(x, y, s, size=size, color=color, ha=ha, va=va, **kw)
+        self._tag(artist, "label", **{"data-text": s, "data-on": on.gid if on else ""})
 
     def note(self, x, y, s, ha="center", va="center", size=SMALL, **kw):
         """A shape or a remark: smaller and grey."""
         kw.setdefault("color", MUTED)
         self.text(x, y, s, size=size, ha=ha, va=va, **kw)
 
+    def frame(self, x0, y0, w, h, fc="none", ec="#9a9a9a", lw=1.0, dashed=False, rounding=6, **kw) -> Box:
+        """A rounded rectangle from its top-left corner: a module's box, or a frame around a group."""
+        patch = FancyBboxPatch(
+            (x0, y0),
+            w,
+            h,
+            boxstyle=f"round,pad=0,rounding_size={rounding}",
+            fc=fc,
+            ec=ec,
+            lw=lw,
+            ls="--" if dashed else "-",
+            **kw,
+        )
+        self.ax.add_patch(patch)
+        return Box(x0 + w / 2, y0 + h / 2, w, h, self._tag(patch, "box"))
+
     def box(self, x, y, w, h, label="", kind="module", size=FONT, dashed=False, **kw) -> Box:
         fill, edge = KINDS[kind]
-        self.ax.add_patch(
-            FancyBboxPatch(
-                (x - w / 2, y - h / 2),
-                w,
-                h,
-                boxstyle="round,pad=0,rounding_size=6",
-                fc=fill,
-                ec=edge,
-                lw=1.3,
-                ls="--" if dashed else "-",
-            )
-        )
+        b = self.frame(x - w / 2, y - h / 2, w, h, fc=fill, ec=edge, lw=1.3, dashed=dashed)
         if label:
-            self.text(x, y, label, size=size, color=MUTED if kind == "grey" else INK, **kw)
-        return Box(x, y, w, h)
+            self.text(x, y, label, size=size, color=MUTED if kind == "grey" else INK, on=b, **kw)
+        return b
 
     def circle(self, x, y, label="+", r=11, kind="attention", size=FONT) -> Box:
         fill, edge = KINDS[kind]
-        self.ax.add_patch(Circle((x, y), r, fc=fill, ec=edge, lw=1.3))
-        self.text(x, y, label, size=size)
-        return Box(x, y, 2 * r, 2 * r)
+        patch = Circle((x, y), r, fc=fill, ec=edge, lw=1.3)
+        self.ax.add_patch(patch)
+        b = Box(x, y, 2 * r, 2 * r, self._tag(patch, "box", **{"data-shape": "circle"}))
+        if label:
+            self.text(x, y, label, size=size, on=b)
+        return b
 
     def arrow(self, *points, dashed=False, color=INK, head=True, lw=1.3):
         """An arrow along the polyline through `points`, its head at the last one."""
         style = "-|>,head_length=0.7,head_width=0.32" if head else "-"
-        self.ax.add_patch(
-            FancyArrowPatch(
-                path=MplPath(points),
-                arrowstyle=style,
-                mutation_scale=10,
-                color=color,
-                lw=lw,
-                ls=(0, (4, 3)) if dashed else "-",
-                joinstyle="miter",
-                capstyle="butt",
-            )
+        patch = FancyArrowPatch(
+            path=MplPath(points),
+            arrowstyle=style,
+            mutation_scale=10,
+            color=color,
+            lw=lw,
+            ls=(0, (4, 3)) if dashed else "-",
+            joinstyle="miter",
+            capstyle="butt",
         )
+        self.ax.add_patch(patch)
+        self._tag(patch, "arrow")
 
     def line(self, *points, color=INK, lw=1.3, dashed=False):
         xs, ys = zip(*points, strict=True)
-        self.ax.plot(xs, ys, color=color, lw=lw, ls=(0, (4, 3)) if dashed else "-", solid_capstyle="butt")
+        (artist,) = self.ax.plot(
+            xs, ys, color=color, lw=lw, ls=(0, (4, 3)) if dashed else "-", solid_capstyle="butt"
+        )
+        self._tag(artist, "line")
 
-    def rect(self, x, y, w, h, fc, ec="none", lw=1.0, **kw):
-        """A plain rectangle from its top-left corner (grid cells, bars, tensor blocks)."""
-        self.ax.add_patch(Rectangle((x, y), w, h, fc=fc, ec=ec, lw=lw, **kw))
+    def rect(self, x, y, w, h, fc, ec="none", lw=1.0, **kw) -> Box:
+        """A plain rectangle from its top-left corner (grid cells, bars, tensor blocks); a `fill` when its
+        edge is invisible (none or white), else a `box`."""
+        patch = Rectangle((x, y), w, h, fc=fc, ec=ec, lw=lw, **kw)
+        self.ax.add_patch(patch)
+        role = "fill" if ec in ("none", "#ffffff") else "box"
+        return Box(x + w / 2, y + h / 2, abs(w), abs(h), self._tag(patch, role))
 
     def svg(self) -> str:
         buffer = io.StringIO()
-        self.fig.savefig(
-            buffer, format="svg", metadata={"Date": None, "Creator": CREATOR}
-        )
+        self.fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": CREATOR})
         plt.close(self.fig)
         text = buffer.getvalue()
+        for gid, attributes in self.tags.items():
+            opening = f'<g id="{gid}">'
+            if text.count(opening) != 1:
+                found = text.count(opening)
+                raise RuntimeError(f"{self.name}: expected one group {opening} in the SVG, found {found}")
+            extra = "".join(f" {key}={quoteattr(value)}" for key, value in attributes.items())
+            text = text.replace(opening, f'<g id="{gid}"{extra}>')
         start = text.index("<svg ")
         end = text.index(">", start) + 1
         opening = text[start:end].replace("<svg ", f'<svg role="img" aria-label={quoteattr(self.title)} ', 1)
@@ -192,18 +234,7 @@ def draw_soft_lookup() -> Figure:
         fig.box(70, y, 62, 30, key, kind="input")
         fig.box(215, y, 62, 30, value, kind="state" if weight else "grey")
         fig.box(142, y, 36, 30, str(weight), kind="attention" if weight else "input", size=10)
-    fig.ax.add_patch(
-        FancyBboxPatch(
-            (32, 225),
-            220,
-            42,
-            boxstyle="round,pad=0,rounding_size=8",
-            fc="none",
-            ec=KINDS["attention"][1],
-            lw=1.3,
-            ls="--",
-        )
-    )
+    fig.frame(32, 225, 220, 42, ec=KINDS["attention"][1], lw=1.3, dashed=True, rounding=8)
     fig.text(140, 305, "query == key: one weight 1, the rest 0", size=SMALL)
     fig.text(140, 327, "the answer is the value of the match, 'thé'", size=SMALL)
     # soft lookup: every key gets a weight
@@ -237,6 +268,7 @@ def draw_soft_lookup() -> Figure:
     return fig
 
 
+# long: one figure's coordinates, read top to bottom
 def draw_padded_mask() -> Figure:
     valid_lens = [3, 5, 2, 0]
     tokens = [["I", "like", "tea"], ["we", "read", "a", "good", "book"], ["hi", "there"], []]
@@ -317,26 +349,40 @@ def draw_padded_mask() -> Figure:
 
 
 def _graph_column(fig: Figure, x, title, formula, steps, inputs, note):
-    """One score as a small computation graph, read bottom-up: the inputs, each step, the score."""
+    """One score as a small computation graph, read bottom-up: the inputs, each step, the score.
+
+    A step given as (label, kind, "key") works on the key alone: it sits above the key, and the query's
+    arrow passes beside it to the next step.
+    """
     fig.text(x, 22, title, size=11)
     fig.text(x, 48, formula, size=11)
     for dx, label in inputs:
         fig.box(x + dx, 390, 46, 30, label, kind="state")
-    y_prev = None
-    for i, (label, kind) in enumerate(steps):
-        b = fig.box(x, 325 - 62 * i, 150, 32, label, kind=kind, size=10)
-        if y_prev is None:
+    (query_dx, _), (key_dx, _) = inputs
+    below = None  # the box under the next step, None for the inputs
+    for i, (label, kind, *key_only) in enumerate(steps):
+        y = 325 - 62 * i
+        if key_only:
+            below = fig.box(x + key_dx, y, 80, 32, label, kind=kind, size=10)
+            fig.arrow((x + key_dx, 375), below.bottom)
+            continue
+        b = fig.box(x, y, 150, 32, label, kind=kind, size=10)
+        if below is None:
             for dx, _ in inputs:
                 fig.arrow((x + dx, 375), (x + dx * 0.4, b.bottom[1]))
+        elif below.x != x:  # the key's own step, and the query from the bottom
+            fig.arrow(below.top, (below.x, b.bottom[1]))
+            fig.arrow((x + query_dx, 375), (x + query_dx, b.bottom[1]))
         else:
-            fig.arrow((x, y_prev), b.bottom)
-        y_prev = b.top[1]
+            fig.arrow(below.top, b.bottom)
+        below = b
     score = fig.box(x, 90, 70, 28, "score", kind="state", size=10)
-    fig.arrow((x, y_prev), score.bottom)
+    fig.arrow(below.top, score.bottom)
     if note:
         fig.note(x, 422, note, size=8)
 
 
+# long: one figure's coordinates, read top to bottom
 def draw_scoring_functions() -> Figure:
     fig = Figure(
         "scoring_functions",
@@ -367,7 +413,7 @@ def draw_scoring_functions() -> Figure:
             560,
             "Luong general",
             r"$h_t^\top W_a \bar h_s$",
-            [(r"$W_a \bar h_s$", "module"), (r"dot: $h_t^\top (W_a \bar h_s)$", "attention")],
+            [(r"$W_a \bar h_s$", "module", "key"), (r"dot: $h_t^\top (W_a \bar h_s)$", "attention")],
             [(-35, "$h_t$"), (35, r"$\bar h_s$")],
             r"$W_a \bar h_s$: once per source batch",
         ),
@@ -398,6 +444,73 @@ def draw_scoring_functions() -> Figure:
         size=8,
     )
     return fig
+
+
+def draw_location_score() -> Figure:
+    fig = Figure(
+        "location_score",
+        900,
+        490,
+        "Luong's location score: a_t = softmax(W_a h_t) gives one score per source position from the "
+        "decoder state h_t alone, W_a mapping H numbers to max_len scores; the first S are kept and "
+        "masked to the valid length; the annotations are never scored, only averaged as the values of "
+        "the context c_t.",
+    )
+    fig.text(20, 22, r"location (Luong et al. 2015, eq. 8): $a_t = \mathrm{softmax}(W_a h_t)$", ha="left")
+    fig.note(20, 44, "the scores come from the query alone: where to look, not what to look for", ha="left")
+    h_t = fig.box(150, 420, 50, 32, "$h_t$", kind="state")
+    fig.note(182, 420, "query: (batch_size, 1, H)", ha="left")
+    w_a = fig.box(150, 350, 120, 32, r"$W_a h_t$", size=10)
+    fig.arrow(h_t.top, w_a.bottom)
+    fig.note(218, 350, "$W_a$: H numbers to max_len scores", ha="left")
+    x0, cell, S = 60, 40, 4  # positions 1..max_len = 6; the first S kept, the last of them padding
+    for s in range(6):
+        kept = s < S
+        fill = KINDS["attention"][0] if kept else KINDS["grey"][0]
+        box = fig.rect(x0 + s * cell, 254, cell, 30, fc=fill, ec="#9a9a9a")
+        fig.text(x0 + (s + 0.5) * cell, 269, f"{s + 1}", size=SMALL, color=INK if kept else MUTED, on=box)
+    fig.arrow(w_a.top, (150, 286))
+    for i, line in enumerate(["one score per position", "1 .. max_len (= 6);", "the first S (= 4) kept"]):
+        fig.note(x0 + 6 * cell + 10, 254 + 15 * i, line, ha="left")
+    soft = fig.box(140, 190, 230, 32, "masked softmax (valid_lens)", kind="attention", size=10)
+    fig.arrow((140, 252), soft.bottom)
+    fig.line((x0, 130), (x0 + S * cell, 130), color=MUTED, lw=0.8)
+    for s, w in enumerate([0.2, 0.7, 0.1, 0.0]):
+        fig.rect(x0 + s * cell + 12, 130, 16, -46 * w, fc=KINDS["attention"][1])
+    fig.arrow(soft.top, (140, 133))
+    fig.note(x0 + 3.5 * cell, 146, "padding: 0", size=8, color=ACCENT)
+    fig.text(x0 + S * cell + 12, 100, "$a_t$", size=10, ha="left")
+    fig.note(x0 + S * cell + 12, 116, "(batch_size, 1, S)", ha="left", size=8)
+    _location_context(fig, (x0 + S * cell + 10, 80))
+    return fig
+
+
+def _location_context(fig: Figure, weights_at):
+    """The right half: the annotations, read only as values by the weighted sum c_t."""
+    hs = [
+        fig.box(x, 420, 50, 32, label, kind="state")
+        for x, label in zip(
+            [560, 635, 710, 785], [r"$\bar h_1$", r"$\bar h_2$", "$\\cdots$", r"$\bar h_S$"], strict=True
+        )
+    ]
+    fig.note(672, 453, r"annotations $\bar h_s$: (batch_size, S, enc_size)")
+    csum = fig.box(672, 80, 220, 38, r"$c_t = \sum_s a_t(s)\, \bar h_s$", kind="attention")
+    fig.arrow(weights_at, csum.left)
+    fig.arrow(hs[-1].right, (860, 420), (860, 80), csum.right, color=MUTED)
+    fig.note(872, 250, "values", rotation=90)
+    fig.arrow(csum.bottom, (672, 128))
+    fig.note(672, 142, r"to $\tilde h_t = \tanh(W_c[c_t;\ h_t])$")
+    fig.note(672, 158, "(batch_size, 1, enc_size)", size=8)
+    for i, line in enumerate(
+        [
+            r"no score reads $\bar h_s$: only their",
+            "number S and valid_lens count",
+            "",
+            "content scores (dot, general, concat)",
+            r"compare $h_t$ with every $\bar h_s$",
+        ]
+    ):
+        fig.note(672, 250 + 15 * i, line, size=8 if i > 2 else SMALL)
 
 
 # ---------------------------------------------------------------- chapter 3
@@ -433,17 +546,17 @@ def draw_seq2seq_bottleneck() -> Figure:
     fig.arrow(enc[0].top, (bridge.x - 90, bridge.bottom[1]))
     fig.note(325, 203, r"$\overrightarrow{h}_S$", size=10)
     fig.note(60, 203, r"$\overleftarrow{h}_1$", size=10)
-    c = fig.box(420, 140, 44, 36, "$c$", kind="attention")
+    c = fig.box(400, 140, 44, 36, "$c$", kind="attention")
     fig.arrow(bridge.right, c.left)
-    fig.note(420, 172, "(batch_size, H)")
+    fig.note(400, 110, "(batch_size, H)")
     xs = [540, 640, 740, 840]
-    fig.text(468, 236, "$s_0 = c$", size=10)
+    fig.text(452, 236, "$s_0 = c$", size=10)
     dec = _encoder_row(fig, xs, 250, ["$s_1$", "$s_2$", "$\\cdots$", "$s_T$"])
     fig.arrow((c.x, c.bottom[1]), (c.x, 250), (dec[0].left[0], 250))
     for a, b in zip(dec, dec[1:], strict=False):
         fig.arrow(a.right, b.left)
     fig.line(c.right, (xs[-1] - 12, 140), color=KINDS["attention"][1], lw=1.6)
-    fig.note(578, 128, "$c$ at every step", size=8)
+    fig.note(474, 128, "$c$ at every step", size=8)
     ins = ["$e(\\langle bos \\rangle)$", "$e(y_1)$", "$\\cdots$", "$e(y_{T-1})$"]
     for x, b, label, out in zip(xs, dec, ins, ["$y_1$", "$y_2$", "$\\cdots$", "$y_T$"], strict=True):
         fig.arrow((x - 12, 140), (x - 12, b.top[1]), color=KINDS["attention"][1])
@@ -456,63 +569,82 @@ def draw_seq2seq_bottleneck() -> Figure:
     return fig
 
 
+def _annotation(fig: Figure, x, y, real=True):
+    """An annotation h_j = [forward; backward] as two halves side by side (grey zeros at padding)."""
+    kind = "module" if real else "grey"
+    for dx, arrow in ((-20, r"$\rightarrow$"), (20, r"$\leftarrow$")):
+        cell = fig.rect(x + dx - 20, y - 14, 40, 28, fc=KINDS[kind][0], ec=KINDS[kind][1])
+        fig.text(x + dx, y, arrow if real else "0", size=SMALL, color=INK if real else MUTED, on=cell)
+
+
 def draw_bidirectional_bridge() -> Figure:
     fig = Figure(
         "bidirectional_bridge",
         900,
-        460,
-        "The bidirectional GRU encoder: a forward GRU reads x_1 to "
-        "x_S, a backward GRU reads x_S to x_1, each annotation h_j stacks the two states, "
-        "padding after "
-        "the sentence's end is not read, and the bridge s_0 = tanh(W_s [forward h_S; backward h_1]) "
-        "starts the decoder.",
+        480,
+        "The bidirectional GRU encoder: both directions read the embeddings e(x_j); the forward GRU "
+        "runs from x_1 to x_S, the backward GRU from x_S to x_1; each annotation h_j stacks the two "
+        "states, padding after the sentence's end is not read, and the bridge "
+        "s_0 = tanh(W_s [forward h_S; backward h_1]) starts the decoder.",
     )
-    xs, pads = [90, 185, 280, 375], [470, 560]
+    xs, pads = [95, 200, 305, 410], [540, 640]
     ids = ["1", "2", "\\cdots", "S"]
-    for x, word in zip(xs, ["$x_1$", "$x_2$", "$\\cdots$", "$x_S$"], strict=True):
-        fig.box(x, 420, 46, 30, word, kind="input")
-        # drawn before the boxes, so the lines pass behind them: x_j feeds both directions, and the
-        # annotation above collects both states
-        fig.arrow((x - 10, 405), (x - 10, 237))
-        fig.arrow((x + 10, 283), (x + 10, 149), color="#9a9a9a")
+    fwd_y, bwd_y, emb_y, ann_y = 300, 215, 385, 120
+    for x, i in zip(xs, ids, strict=True):
+        word = fig.box(x, 445, 46, 30, "$\\cdots$" if i == "\\cdots" else f"$x_{{{i}}}$", kind="input")
+        label = "$\\cdots$" if i == "\\cdots" else f"$e(x_{{{i}}})$"
+        emb = fig.box(x, emb_y, 66, 34, label, kind="state", size=10)
+        fig.arrow(word.top, emb.bottom)
+        # each direction reads e(x_j): the backward feed passes between two forward states
+        fig.arrow((x - 24, emb.top[1]), (x - 24, fwd_y + 17))
+        fig.arrow((x + 24, emb.top[1]), (x + 24, bwd_y + 17))
+        # the annotation collects both states: the forward one passes between two backward states
+        fig.arrow((x - 24, fwd_y - 17), (x - 24, ann_y + 14), color="#9a9a9a")
+        fig.arrow((x + 24, bwd_y - 17), (x + 24, ann_y + 14), color="#9a9a9a")
+        _annotation(fig, x, ann_y)
+        if i != "\\cdots":
+            fig.text(x, 152, f"$h_{{{i}}}$", size=10)
     fwd = [
-        fig.box(x, 300, 58, 34, "$\\cdots$" if i == "\\cdots" else rf"$\overrightarrow{{h}}_{{{i}}}$")
+        fig.box(x - 24, fwd_y, 46, 34, "$\\cdots$" if i == "\\cdots" else rf"$\overrightarrow{{h}}_{{{i}}}$")
         for x, i in zip(xs, ids, strict=True)
     ]
     bwd = [
-        fig.box(x, 220, 58, 34, "$\\cdots$" if i == "\\cdots" else rf"$\overleftarrow{{h}}_{{{i}}}$")
+        fig.box(x + 24, bwd_y, 46, 34, "$\\cdots$" if i == "\\cdots" else rf"$\overleftarrow{{h}}_{{{i}}}$")
         for x, i in zip(xs, ids, strict=True)
     ]
     for a, b in zip(fwd, fwd[1:], strict=False):
         fig.arrow(a.right, b.left)
     for a, b in zip(bwd, bwd[1:], strict=False):
         fig.arrow(b.left, a.right)
-    fig.note(28, 300, "forward", rotation=90)
-    fig.note(28, 220, "backward", rotation=90)
+    fig.note(14, fwd_y, "forward", rotation=90)
+    fig.note(14, bwd_y, "backward", rotation=90)
     for x in pads:
-        fig.box(x, 420, 64, 30, "<pad>", kind="grey", size=SMALL)
-        fig.box(x, 300, 58, 34, "", kind="grey", dashed=True)
-        fig.box(x, 220, 58, 34, "", kind="grey", dashed=True)
-        fig.box(x, 120, 40, 56, "0", kind="grey", size=SMALL)
-    fig.note(515, 254, "padding: not read", size=8)
-    fig.note(515, 267, "(packed sequences)", size=8)
-    for i, x in enumerate(xs):
-        fig.rect(x - 20, 92, 40, 28, fc=KINDS["module"][0], ec=KINDS["module"][1])
-        fig.rect(x - 20, 120, 40, 28, fc=KINDS["module"][0], ec=KINDS["module"][1])
-        fig.text(x, 106, r"$\rightarrow$", size=SMALL)
-        fig.text(x, 134, r"$\leftarrow$", size=SMALL)
-        fig.text(x - 26, 120, ["$h_1$", "$h_2$", "", "$h_S$"][i], ha="right")
-    fig.text(232, 60, r"annotations $h_j = [\overrightarrow{h}_j;\ \overleftarrow{h}_j]$", size=11)
-    fig.note(232, 78, "(batch_size, S, 2H); zero at padding")
-    bridge = fig.box(760, 260, 200, 40, r"$\tanh(W_s[\overrightarrow{h}_S;\ \overleftarrow{h}_1])$", size=10)
-    fig.arrow(fwd[3].right, (425, 300), (425, 345), (620, 345), (620, 260), bridge.left)
-    fig.arrow(bwd[0].left, (45, 220), (45, 175), (760, 175), bridge.top)
-    fig.note(525, 360, r"$\overrightarrow{h}_S$: forward, at the last real word", size=SMALL)
-    fig.note(600, 165, r"$\overleftarrow{h}_1$: backward, having read all", size=SMALL)
-    s0 = fig.box(760, 380, 50, 34, "$s_0$", kind="state")
-    fig.arrow(bridge.bottom, s0.top)
-    fig.note(760, 414, "(batch_size, H): starts the decoder", size=SMALL)
+        fig.box(x, 445, 64, 30, "<pad>", kind="grey", size=SMALL)
+        fig.box(x - 24, fwd_y, 46, 34, "", kind="grey", dashed=True)
+        fig.box(x + 24, bwd_y, 46, 34, "", kind="grey", dashed=True)
+        _annotation(fig, x, ann_y, real=False)
+    fig.note(590, 252, "padding: not read", size=8)
+    fig.note(590, 265, "(packed sequences)", size=8)
+    fig.note(590, 392, "$e(x_j)$: (batch_size, S, E)", size=8)
+    fig.text(250, 28, r"annotations $h_j = [\overrightarrow{h}_j;\ \overleftarrow{h}_j]$", size=11)
+    fig.note(250, 50, "(batch_size, S, 2H); zero at padding")
+    _bridge(fig, fwd[-1], bwd[0])
     return fig
+
+
+def _bridge(fig: Figure, last_forward: Box, first_backward: Box):
+    """The bridge s_0 = tanh(W_s [forward h_S; backward h_1]), right of the encoder, and s_0 under it."""
+    bridge = fig.box(800, 250, 180, 40, r"$\tanh(W_s[\overrightarrow{h}_S;\ \overleftarrow{h}_1])$", size=10)
+    right = last_forward.right
+    fig.arrow(right, (470, right[1]), (470, 345), (680, 345), (680, 250), bridge.left)
+    fig.note(575, 360, r"$\overrightarrow{h}_S$: forward, at the last real word", size=SMALL)
+    left = first_backward.left
+    fig.arrow(left, (40, left[1]), (40, 80), (800, 80), bridge.top)
+    fig.note(600, 68, r"$\overleftarrow{h}_1$: backward, having read all", size=SMALL)
+    s0 = fig.box(800, 380, 50, 34, "$s_0$", kind="state")
+    fig.arrow(bridge.bottom, s0.top)
+    fig.note(800, 414, "(batch_size, H)", size=SMALL)
+    fig.note(800, 430, "starts the decoder", size=SMALL)
 
 
 # ---------------------------------------------------------------- chapter 4
@@ -523,25 +655,38 @@ def draw_bahdanau_step() -> Figure:
         "bahdanau_step",
         940,
         545,
-        "Left: the decoder without attention reads one fixed vector c at "
-        "every step. Right: one step of Bahdanau's decoder: the previous state s_(t-1) scores every "
-        "annotation h_j, a masked softmax turns the scores e_tj into weights alpha_tj, the "
-        "context c_t "
-        "is their weighted sum, and the GRU updates the state to s_t, from which y_t is predicted.",
+        "Left: the decoder without attention reads one fixed vector c = tanh(W_s [forward h_S; "
+        "backward h_1]), the bridge of the encoder's last states, at every step. Right: one step of "
+        "Bahdanau's decoder: the previous state s_(t-1) scores every annotation h_j, a masked softmax "
+        "turns the scores e_tj into weights alpha_tj, the context c_t is their weighted sum, and the GRU "
+        "updates the state to s_t, from which y_t is predicted.",
     )
     fig.text(150, 20, "without attention (chapter 3)", size=12)
     fig.text(640, 20, "Bahdanau's decoder, one step", size=12)
     fig.line((305, 10), (305, 530), color="#d0d0d0")
-    # left panel
-    for x, label in zip([60, 120, 180, 240], ["$h_1$", "$h_2$", "$\\cdots$", "$h_S$"], strict=True):
-        fig.box(x, 480, 46, 32, label, kind="grey")
-    c = fig.box(240, 390, 44, 32, "$c$", kind="attention")
-    fig.arrow((240, 464), c.bottom)
-    fig.note(262, 430, "bridge", ha="left")
+    _plain_decoder_step(fig)
+    _bahdanau_decoder_step(fig)
+    return fig
+
+
+def _plain_decoder_step(fig: Figure):
+    """Chapter 3's decoder step, left of x = 305: c from the bridge, read at every step."""
+    hs = [
+        fig.box(x, 505, 46, 30, label, kind="grey")
+        for x, label in zip([60, 120, 180, 240], ["$h_1$", "$h_2$", "$\\cdots$", "$h_S$"], strict=True)
+    ]
+    bridge = fig.box(150, 435, 210, 32, r"$\tanh(W_s[\overrightarrow{h}_S;\ \overleftarrow{h}_1])$", size=9)
+    fig.arrow(hs[0].top, (60, bridge.bottom[1]))
+    fig.arrow(hs[-1].top, (240, bridge.bottom[1]))
+    fig.note(68, 472, r"$\overleftarrow{h}_1$", ha="left", size=SMALL)
+    fig.note(232, 472, r"$\overrightarrow{h}_S$", ha="right", size=SMALL)
+    c = fig.box(250, 350, 44, 32, "$c$", kind="attention")
+    fig.arrow((250, bridge.top[1]), c.bottom)
+    fig.note(242, 392, "bridge: $c = s_0$", ha="right", size=SMALL)
     gru = fig.box(150, 260, 90, 40, "GRU")
-    fig.arrow(c.top, (240, 260), gru.right)
-    fig.note(240, 240, "$c$, every step", size=SMALL)
-    s_prev = fig.box(150, 390, 58, 32, "$s_{t-1}$", kind="state")
+    fig.arrow(c.top, (250, 260), gru.right)
+    fig.note(250, 240, "$c$, every step", size=SMALL)
+    s_prev = fig.box(150, 350, 58, 32, "$s_{t-1}$", kind="state")
     fig.arrow(s_prev.top, gru.bottom)
     fig.box(55, 260, 74, 32, "$e(y_{t-1})$", kind="input", size=10)
     fig.arrow((92, 260), gru.left)
@@ -551,7 +696,10 @@ def draw_bahdanau_step() -> Figure:
     fig.arrow(s_t.top, out.bottom)
     fig.arrow(out.top, (150, 45))
     fig.text(150, 36, "$y_t$")
-    # right panel
+
+
+def _bahdanau_decoder_step(fig: Figure):
+    """One step of Bahdanau's decoder, right of x = 305, read bottom-up."""
     hx = [560, 635, 710, 785]
     hs = [
         fig.box(x, 485, 50, 32, label, kind="state")
@@ -566,35 +714,34 @@ def draw_bahdanau_step() -> Figure:
     fig.note(420, 512, "(batch_size, 1, H)")
     fig.arrow(s_prev.right, (480, 485), (480, 400), score.left)
     fig.note(486, 445, "query", ha="left", size=SMALL)
-    soft = fig.box(672, 305, 230, 34, "masked softmax over $j$ (valid_lens)", kind="attention", size=10)
+    soft = fig.box(672, 305, 270, 34, "masked softmax over $j$ (valid_lens)", kind="attention", size=10)
     fig.arrow(score.top, soft.bottom)
     fig.text(682, 345, "$e_t$", size=10, ha="left")
     fig.note(682, 360, "(batch_size, 1, S)", ha="left")
     fig.line((540, 262), (805, 262), color=MUTED, lw=0.8)
     for x, w in zip(hx, [0.15, 0.55, 0.1, 0.2], strict=True):
         fig.rect(x - 8, 262, 16, -44 * w, fc=KINDS["attention"][1])
-    fig.text(815, 240, r"$\alpha_{tj}$", size=10, ha="left")
-    fig.note(815, 255, "(batch_size, 1, S)", ha="left", size=8)
-    csum = fig.box(672, 180, 200, 36, r"$c_t = \sum_j \alpha_{tj} h_j$", kind="attention")
-    fig.arrow(soft.top, csum.bottom)
+    fig.text(532, 236, r"$\alpha_{tj}$", size=10, ha="right")
+    fig.note(532, 256, "(batch_size, 1, S)", ha="right", size=8)
+    csum = fig.box(680, 180, 190, 42, r"$c_t = \sum_j \alpha_{tj} h_j$", kind="attention")
+    fig.arrow((672, soft.top[1]), (672, csum.bottom[1]))
     fig.arrow(hs[-1].right, (905, 485), (905, 180), csum.right, color=MUTED)
     fig.note(915, 330, "values", rotation=90)
-    gru = fig.box(420, 180, 80, 40, "GRU")
+    gru = fig.box(420, 180, 70, 40, "GRU")
     fig.arrow(csum.left, gru.right)
-    fig.text(470, 166, "$c_t$", size=10, ha="left")
-    fig.note(470, 198, "(batch_size, 1, 2H)", ha="left")
+    fig.text(520, 168, "$c_t$", size=10)
+    fig.note(520, 195, "(batch_size, 1, 2H)", size=8)
     fig.arrow(s_prev.top, gru.bottom)
-    e_in = fig.box(350, 110, 74, 32, "$e(y_{t-1})$", kind="input", size=10)
-    fig.arrow(e_in.bottom, (350, 180), gru.left)
+    e_in = fig.box(345, 110, 74, 32, "$e(y_{t-1})$", kind="input", size=10)
+    fig.arrow(e_in.bottom, (345, 180), gru.left)
     s_t = fig.box(460, 100, 46, 32, "$s_t$", kind="state")
-    fig.arrow((450, gru.top[1]), (450, s_t.bottom[1]))
+    fig.arrow((445, gru.top[1]), (445, s_t.bottom[1]))
     fig.note(460, 72, "(batch_size, 1, H)")
     out = fig.box(672, 100, 250, 34, r"softmax$(W_o[s_t;\ c_t;\ e(y_{t-1})])$", kind="attention", size=10)
     fig.arrow(s_t.right, out.left)
     fig.arrow(out.top, (672, 50))
     fig.text(690, 46, "$y_t$")
     fig.note(830, 70, "logits (batch_size, vocab_size)", size=8)
-    return fig
 
 
 # ---------------------------------------------------------------- chapter 5
@@ -625,7 +772,7 @@ def draw_luong_step() -> Figure:
     fig.arrow(score.top, soft.bottom)
     csum = fig.box(712, 150, 200, 36, r"$c_t = \sum_s a_t(s)\, \bar h_s$", kind="attention")
     fig.arrow(soft.top, csum.bottom)
-    labelled(fig, 722, 205, "$a_t$", "(batch_size, 1, S)")
+    labelled(fig, 722, 203, "$a_t$", "(batch_size, 1, S)", dy=16)
     fig.arrow(hs[-1].right, (880, 455), (880, 150), csum.right, color=MUTED)
     fig.note(890, 320, "values", rotation=90)
     # the recurrent part
@@ -681,7 +828,7 @@ def _window_row(fig: Figure, y, p_t, weights, D, label, gaussian):
             fig.rect(x - 12, y - 2, 24, -200 * align, fc="none", ec=KINDS["attention"][1], lw=1.0)
         fig.rect(x - 12, y - 2, 24, -200 * final, fc=KINDS["attention"][1])
     px = x0 + (p_t + 0.5) * cell
-    fig.line((px, y - 125), (px, y + 34), color=ACCENT, lw=1.2)
+    fig.line((px, y - 125), (px, y), color=ACCENT, lw=1.2)
     fig.text(px, y - 135, f"$p_t = {p_t:g}$", size=10, color=ACCENT)
     fig.text(x0 + (lo + 0.5) * cell, y + 44, "$p_t - D$", size=SMALL, color=MUTED)
     fig.text(x0 + (hi + 0.5) * cell, y + 44, "$p_t + D$", size=SMALL, color=MUTED)
@@ -743,6 +890,7 @@ def draw_local_window() -> Figure:
 # ---------------------------------------------------------------- chapter 6
 
 
+# long: one figure's coordinates, read top to bottom
 def draw_beam_search() -> Figure:
     fig = Figure(
         "beam_search",
@@ -792,13 +940,12 @@ def draw_beam_search() -> Figure:
     boxes = {}
     for name, (col, y, token, logp, kind) in nodes.items():
         y = y + 40
-        boxes[name] = b = fig.box(cols[col], y, 70, 30, token, kind=kind, size=10)
+        pruned = kind == "grey" and name != "le chat noir dort"
+        boxes[name] = b = fig.box(cols[col], y, 70, 30, token, kind=kind, size=10, dashed=pruned)
         if name != "r":
             fig.text(
                 b.x + 38, y, f"{logp:.1f}", size=SMALL, ha="left", color=MUTED if kind == "grey" else INK
             )
-        if kind == "grey" and name != "le chat noir dort":
-            fig.line((b.x - 35, y + 15), (b.x + 35, y - 15), color="#b0b0b0", lw=1.0)
     for child, parent in parents.items():
         kind = nodes[child][4]
         fig.arrow(
@@ -808,14 +955,15 @@ def draw_beam_search() -> Figure:
         )
     for col, x in enumerate(cols):
         fig.note(x, 20, f"$t = {col}$")
-    fig.note(690, 172, "live when the search stops", size=8)
-    fig.note(690, 184, "(2 finished): dropped", size=8)
+    fig.note(690, 180, "still live when", size=8)
+    fig.note(690, 192, "2 have finished:", size=8)
+    fig.note(690, 204, "dropped", size=8)
     for x, kind, text in [
         (26, "state", "kept in the beam"),
         (170, "finished", "finished: <eos> among the 2 best"),
         (420, "grey", "pruned"),
     ]:
-        fig.box(x, 420, 14, 14, "", kind=kind)
+        fig.box(x, 420, 14, 14, "", kind=kind, dashed=text.startswith("pruned"))
         fig.text(x + 12, 420, text, size=SMALL, ha="left")
     fig.text(
         20,
@@ -890,6 +1038,96 @@ def draw_scheduled_sampling() -> Figure:
     return fig
 
 
+def _fed_grid(fig: Figure, x0, y0, heading, rows, note):
+    """Which word each decoder step t = 0..5 of three sentences reads: <bos> at t = 0, then the reference
+    word y_(t-1) ("y") or the model's own word ("m"), as `rows` spell it."""
+    cell_w, cell_h = 56, 28
+    fig.text(x0 + 3 * cell_w, y0 - 34, heading, size=10)
+    for r, row in enumerate(rows):
+        y = y0 + r * cell_h
+        fig.note(x0 - 8, y + cell_h / 2, f"sentence {r + 1}", ha="right", size=8)
+        for t, fed in enumerate("b" + row):
+            kind = {"b": "grey", "y": "input", "m": "attention"}[fed]
+            box = fig.rect(x0 + t * cell_w, y, cell_w, cell_h, fc=KINDS[kind][0], ec="#9a9a9a")
+            label = {"b": "<bos>", "y": "$y_{t-1}$", "m": r"$\hat y_{t-1}$"}[fed]
+            fig.text(
+                x0 + (t + 0.5) * cell_w,
+                y + cell_h / 2,
+                label,
+                size=8 if fed == "b" else SMALL,
+                color=MUTED if fed == "b" else INK,
+                on=box,
+            )
+    fig.note(x0 + 3 * cell_w, y0 + 3 * cell_h + 14, note, size=8)
+
+
+def _model_word(fig: Figure, x0):
+    """What the model's own word is: the argmax of the previous step's softmax, or a word drawn from it."""
+    words, probs = ["chat", "chien", "noir", "le"], [0.50, 0.30, 0.15, 0.05]
+    fig.text(x0 + 180, 22, "what the model's own word is", size=11)
+    fig.note(x0 + 180, 44, r"softmax of step $t-1$'s logits, $P(\cdot \mid h_{t-1})$", size=10)
+    base, bar_w, pitch = 190, 40, 62
+    fig.line((x0 + 40, base), (x0 + 40 + 4 * pitch, base), color=MUTED, lw=0.8)
+    for k, (word, p) in enumerate(zip(words, probs, strict=True)):
+        x = x0 + 40 + (k + 0.5) * pitch
+        fig.rect(x - bar_w / 2, base, bar_w, -150 * p, fc=KINDS["attention"][1])
+        fig.note(x, base - 150 * p - 10, f"{p:.2f}", size=8)
+        fig.text(x, base + 14, word, size=SMALL)
+    first = x0 + 40 + 0.5 * pitch
+    fig.arrow((first, base + 26), (first, 262))
+    argmax = fig.box(first, 280, 110, 34, "chat", kind="attention", size=10)
+    for i, line in enumerate(['feed="argmax"', "(the default):", "the likeliest word"]):
+        fig.note(first, 312 + 13 * i, line, size=8)
+    second = x0 + 40 + 3.3 * pitch
+    fig.arrow((x0 + 40 + 1.5 * pitch, base + 26), (second, 262))
+    sample = fig.box(second, 280, 110, 34, "chien", kind="attention", size=10)
+    for i, line in enumerate(['feed="sample"', "(Bengio et al.): drawn,", "here chien (p = 0.30)"]):
+        fig.note(second, 312 + 13 * i, line, size=8)
+    fig.note(x0 + 180, 360, r"either way $\hat y_{t-1}$ carries no gradient", size=8)
+    return argmax, sample
+
+
+def draw_scheduled_sampling_variants() -> Figure:
+    fig = Figure(
+        "scheduled_sampling_variants",
+        940,
+        380,
+        "Two choices in scheduled sampling. Left: a coin for every word (Bengio et al., the course's "
+        'coin="word") mixes reference words y_(t-1) and the model\'s own words within a sentence; one '
+        'coin per sentence (coin="sequence") feeds a whole sentence one way. Right: the model\'s own '
+        'word is the argmax of the previous step\'s softmax (feed="argmax") or a word sampled from it '
+        '(feed="sample", as in Bengio et al.).',
+    )
+    fig.text(240, 22, "when the coin is flipped", size=11)
+    fig.note(
+        240,
+        44,
+        r"reference $y_{t-1}$ with probability $\epsilon_i$, else the model's $\hat y_{t-1}$",
+        size=10,
+    )
+    for t in range(6):
+        fig.note(100 + (t + 0.5) * 56, 92, f"$t = {t}$", size=8)
+    _fed_grid(
+        fig,
+        100,
+        104,
+        'coin="word" (Bengio et al., default)',
+        ["ymyym", "myymy", "yymyy"],
+        "a coin for every word: a sentence mixes both",
+    )
+    _fed_grid(
+        fig,
+        100,
+        266,
+        'coin="sequence"',
+        ["yyyyy", "mmmmm", "yyyyy"],
+        "one coin per sentence, kept for all its words",
+    )
+    fig.line((470, 10), (470, 360), color="#d0d0d0")
+    _model_word(fig, 520)
+    return fig
+
+
 # ---------------------------------------------------------------- chapter 10
 
 
@@ -902,24 +1140,25 @@ def _entropy_and_concentration(weights):
 
 
 def draw_attention_patterns() -> Figure:
-    src = ["the", "black", "cat", "sleeps", "<eos>"]
-    tgt = ["le", "chat", "noir", "dort", "<eos>"]
-    gold = [0, 2, 1, 3, 4]
-    healthy = [[0.86 if j == g else 0.035 for j in range(5)] for g in gold]
+    # chapter 10's three hand-made patterns: step t looks at word t, every step looks at <eos>, no step
+    # has decided
+    src = ["the", "dog", "is", "black", "<eos>"]
+    tgt = ["le", "chien", "est", "noir", "<eos>"]
+    healthy = [[1.0 if j == t else 0.0 for j in range(5)] for t in range(5)]
     frozen = [[0.2] * 5 for _ in range(5)]
     lazy = [[1.0 if j == 4 else 0.0 for j in range(5)] for _ in range(5)]
     fig = Figure(
         "attention_patterns",
         900,
         366,
-        "Three attention patterns on one sentence: a healthy model "
-        "with a sharp alignment (low entropy, low concentration), a frozen model with uniform "
-        "weights (entropy 1), and a lazy model whose every step looks at <eos> (concentration 1).",
+        "Three attention patterns on one sentence: a healthy model whose step t looks at word t "
+        "(entropy 0, concentration 1/S = 0.2), a frozen model with uniform weights (entropy 1), and a "
+        "lazy model whose every step looks at <eos> (concentration 1).",
     )
     panels = [
-        (95, "healthy", healthy, "looking"),
-        (395, "frozen", frozen, "near-uniform"),
-        (695, "lazy", lazy, "collapsed"),
+        (95, "healthy: diagonal", healthy, "looking"),
+        (395, "frozen: uniform", frozen, "near-uniform"),
+        (695, "lazy: <eos>", lazy, "collapsed"),
     ]
     cell = 32
     for x0, name, weights, verdict in panels:
@@ -960,6 +1199,89 @@ def draw_attention_patterns() -> Figure:
     return fig
 
 
+def _weight_rows(fig: Figure, x0, y0, rows, sums, dropped=(), sum_colour=INK):
+    """Two rows of attention weights over 5 keys (the last one padding), each with its sum beside it;
+    `dropped`: the (row, key) cells dropout set to 0."""
+    cell_w, cell_h = 52, 28
+    for r, row in enumerate(rows):
+        y = y0 + r * cell_h
+        fig.note(x0 - 8, y + cell_h / 2, f"query {r + 1}", ha="right", size=8)
+        for j, w in enumerate(row):
+            is_dropped = (r, j) in dropped
+            fill = "#ffffff" if j == 4 else KINDS["grey"][0] if is_dropped else KINDS["attention"][0]
+            box = fig.rect(x0 + j * cell_w, y, cell_w, cell_h, fc=fill, ec="#9a9a9a")
+            colour = ACCENT if is_dropped else MUTED if j == 4 else INK
+            fig.text(
+                x0 + (j + 0.5) * cell_w,
+                y + cell_h / 2,
+                f"{w:.2f}" if w else "0",
+                size=SMALL,
+                color=colour,
+                on=box,
+            )
+        fig.text(
+            x0 + 5 * cell_w + 10,
+            y + cell_h / 2,
+            f"sum {sums[r]:.2f}",
+            size=SMALL,
+            ha="left",
+            color=sum_colour,
+        )
+
+
+def draw_attention_dropout() -> Figure:
+    fig = Figure(
+        "attention_dropout",
+        940,
+        420,
+        "Attention dropout: in training, dropout acts on the attention weights after the masked softmax "
+        "and before the weighted sum of the values; each weight is dropped with probability p = 0.3 "
+        "and the others are divided by 1 - p, so a row no longer sums to 1; the padded key stays 0, the "
+        "layer returns the weights before dropout, and in evaluation mode dropout does nothing.",
+    )
+    weights = [[0.40, 0.30, 0.20, 0.10, 0.0], [0.05, 0.15, 0.50, 0.30, 0.0]]
+    used = [[0.0, 0.30 / 0.7, 0.20 / 0.7, 0.10 / 0.7, 0.0], [w / 0.7 for w in weights[1]]]
+    x0, middle = 400, 400 + 2.5 * 52
+    scores = fig.box(70, 92, 100, 32, "scores", kind="state", size=10)
+    soft = fig.box(210, 92, 130, 34, "masked softmax", kind="attention", size=10)
+    fig.arrow(scores.right, soft.left)
+    fig.note(210, 124, "valid_lens: 4 of 5 keys", size=8)
+    fig.arrow(soft.right, (x0 - 62, 92))
+    fig.text(middle, 22, r"weights $\alpha$", size=11)
+    fig.note(middle, 40, "(batch_size, num_queries, num_keys)", size=8)
+    for j in range(5):
+        fig.note(x0 + (j + 0.5) * 52, 56, f"key {j}" if j < 4 else "pad", size=8)
+    _weight_rows(fig, x0, 64, weights, [1.0, 1.0])
+    fig.note(middle, 136, "what the layer returns: heatmaps and diagnose read these", size=8)
+    drop = fig.box(middle, 200, 420, 40, "", size=10)
+    fig.text(middle, 192, r"dropout, $p = 0.3$ (training mode only)", size=10, on=drop)
+    fig.note(
+        middle, 209, r"each weight dropped with probability $p$, the rest divided by $1 - p$", size=8, on=drop
+    )
+    fig.arrow((middle, 148), drop.top)
+    fig.arrow(drop.bottom, (middle, 262))
+    _weight_rows(
+        fig,
+        x0,
+        266,
+        [[round(w, 2) for w in row] for row in used],
+        [sum(row) for row in used],
+        dropped={(0, 0)},
+        sum_colour=ACCENT,
+    )
+    fig.note(middle, 338, "used for the context in training: rows no longer sum to 1", size=8, color=ACCENT)
+    fig.note(middle, 352, "(they do on average); the padded key stays 0", size=8)
+    bmm = fig.box(840, 294, 90, 34, r"$\cdot\ V$", kind="attention", size=10)
+    fig.arrow((x0 + 5 * 52 + 82, 294), bmm.left)
+    fig.arrow((x0 + 5 * 52 + 82, 92), (840, 92), bmm.top, dashed=True, color=MUTED)
+    fig.note(850, 170, "eval mode:", size=8, ha="left")
+    fig.note(850, 183, r"$\alpha$ as it is", size=8, ha="left")
+    out = fig.box(840, 380, 110, 32, "context", kind="state", size=10)
+    fig.arrow(bmm.bottom, out.top)
+    fig.note(740, 406, "(batch_size, num_queries, value_size)", size=8)
+    return fig
+
+
 def _blue(w):
     """White (0) to the module blue (1), for attention weights."""
     low, high = (255, 255, 255), (0x2F, 0x5D, 0x8A)
@@ -984,48 +1306,39 @@ def draw_multihead_split_merge() -> Figure:
         "multihead_split_merge",
         940,
         470,
-        "Multi-head attention as reshapes: X of shape (batch_size, "
-        "n, d) is projected by W_q, W_k and W_v, reshaped to (batch_size, n, h, d_head) and "
-        "transposed "
-        "to (batch_size, h, n, d_head); the h heads run scaled dot-product attention in "
-        "parallel; the "
+        "Multi-head attention as reshapes: X of shape (batch_size, n, d) is projected by W_q, W_k "
+        "and W_v into Q, K and V; each is reshaped to (batch_size, n, h, d_head) and transposed to "
+        "(batch_size, h, n, d_head); the h heads run scaled dot-product attention in parallel; the "
         "result is transposed back, reshaped to (batch_size, n, d) and projected by W_o.",
     )
     fig.text(20, 20, "$d_{head} = d / h$; here $h = 4$ heads, one colour each", size=10, ha="left")
-    x_box = fig.box(64, 120, 56, 80, "$X$", kind="state")
-    fig.note(64, 175, "(batch_size, n, d)")
-    for i, name in enumerate(["$W_q$", "$W_k$", "$W_v$"]):
-        fig.box(175, 80 + 40 * i, 60, 30, name, size=10)
-        fig.arrow(x_box.right, (145, 80 + 40 * i))
-    fig.arrow((205, 120), (245, 120))
-    _tensor(fig, 250, 80, 100, 80, HEADS)
-    fig.text(300, 65, "$Q$ (and $K$, $V$)", size=10)
-    fig.note(300, 175, "(batch_size, n, d)")
-    fig.arrow((355, 120), (415, 120))
-    fig.note(385, 108, "reshape", size=8)
+    x_box = fig.box(54, 120, 56, 120, "$X$", kind="state")
+    fig.note(62, 196, "(batch_size, n, d)")
+    for y, name, out in [(75, "$W_q$", "$Q$"), (120, "$W_k$", "$K$"), (165, "$W_v$", "$V$")]:
+        w = fig.box(165, y, 56, 28, name, size=10)
+        fig.arrow((x_box.right[0], y), w.left)
+        fig.arrow(w.right, (226, y))
+        _tensor(fig, 230, y - 14, 100, 28, HEADS)
+        fig.text(340, y, out, size=10, ha="left")
+    fig.line((352, 61), (360, 61), (360, 179), (352, 179), lw=1.0)
+    fig.note(280, 196, "(batch_size, n, d) each")
+    fig.arrow((360, 120), (415, 120))
+    fig.note(388, 108, "reshape", size=8)
     _tensor(fig, 420, 80, 120, 80, HEADS, gap=10)
-    fig.note(495, 175, "(batch_size, n, h, $d_{head}$)")
+    fig.text(495, 64, "$Q$, $K$, $V$ each", size=10)
+    fig.note(495, 196, "(batch_size, n, h, $d_{head}$)")
     fig.arrow((575, 120), (640, 120))
-    fig.note(607, 108, "transpose(1, 2)", size=8)
+    fig.note(607, 95, "transpose", size=8)
+    fig.note(607, 109, "(1, 2)", size=8)
     for k, colour in enumerate(HEADS):
         fig.rect(645 + 12 * k, 70 + 12 * k, 40, 60, fc=colour, ec="#ffffff", lw=1.0, alpha=0.75)
-    fig.note(700, 175, "(batch_size, h, n, $d_{head}$)")
-    fig.note(700, 191, "package: reshape to (batch_size$\\cdot$h, n, $d_{head}$)", size=8)
+    fig.note(700, 196, "(batch_size, h, n, $d_{head}$)")
+    fig.note(700, 212, "package: reshape to (batch_size$\\cdot$h, n, $d_{head}$)", size=8)
     # heads in parallel, then back (right to left)
     fig.line((720, 120), (895, 120))
     fig.arrow((895, 120), (895, 304), (876, 304))
     for k, colour in enumerate(HEADS):
-        fig.ax.add_patch(
-            FancyBboxPatch(
-                (600 + 8 * k, 250 + 8 * k),
-                250,
-                60,
-                boxstyle="round,pad=0,rounding_size=6",
-                fc=KINDS["attention"][0],
-                ec=colour,
-                lw=1.5,
-            )
-        )
+        fig.frame(600 + 8 * k, 250 + 8 * k, 250, 60, fc=KINDS["attention"][0], ec=colour, lw=1.5)
     fig.text(749, 304, r"head $k$: $\mathrm{softmax}(Q_k K_k^\top / \sqrt{d_{head}})\, V_k$", size=10)
     fig.note(737, 355, "h heads in parallel; weights (batch_size, h, n, n)")
     fig.arrow((598, 304), (532, 304))
@@ -1033,18 +1346,82 @@ def draw_multihead_split_merge() -> Figure:
         fig.rect(450 + 12 * k, 262 + 12 * k, 40, 60, fc=colour, ec="#ffffff", lw=1.0, alpha=0.75)
     fig.note(488, 372, "(batch_size, h, n, $d_{head}$)")
     fig.arrow((446, 304), (366, 304))
-    fig.note(406, 292, "transpose(1, 2)", size=8)
+    fig.note(406, 279, "transpose", size=8)
+    fig.note(406, 293, "(1, 2)", size=8)
     _tensor(fig, 210, 264, 120, 80, HEADS, gap=10)
     fig.note(285, 372, "(batch_size, n, h, $d_{head}$)")
     fig.arrow((205, 304), (145, 304))
     fig.note(175, 292, "reshape", size=8)
     _tensor(fig, 40, 264, 100, 80, HEADS)
     fig.note(90, 358, "(batch_size, n, d)")
-    fig.note(90, 374, r"$= \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)$", size=8)
+    fig.note(100, 374, r"$= \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)$", size=8)
     wo = fig.box(90, 430, 60, 30, "$W_o$", size=10)
-    fig.arrow((36, 304), (20, 304), (20, 430), wo.left)
+    fig.arrow((36, 304), (12, 304), (12, 430), wo.left)
     fig.arrow(wo.right, (180, 430))
     fig.text(190, 430, "outputs (batch_size, n, d)", size=10, ha="left")
+    return fig
+
+
+def _mask_grid(fig: Figure, x0, heading, rule, lengths, note):
+    """One 5 x 5 mask of a sentence of 3 tokens padded to 5: query i (rows) may see key j (columns) when
+    j < lengths[i]; 1 on the keys it sees, a grey 0 on the masked ones; the lengths in a column beside."""
+    cell, top = 38, 100
+    fig.text(x0 + 2.5 * cell, 20, heading, size=11)
+    fig.note(x0 + 2.5 * cell, 42, rule, size=10)
+    fig.note(x0 + 2.5 * cell, 66, "key $j$")
+    fig.note(x0 - 34, top + 2.5 * cell, "query $i$", rotation=90)
+    fig.note(x0 + 5 * cell + 24, 84, "length", size=8)
+    for i, length in enumerate(lengths):
+        y = top + i * cell
+        fig.note(x0 - 10, y + cell / 2, f"{i}", ha="right", color=MUTED if i >= 3 else INK)
+        fig.note(x0 + 5 * cell + 24, y + cell / 2, f"{length}", color=INK)
+        for j in range(5):
+            seen = j < length
+            fill = KINDS["module"][1] if seen else KINDS["grey"][0]
+            box = fig.rect(x0 + j * cell, y, cell, cell, fc=fill, ec="#ffffff" if seen else "#c8c8c8")
+            fig.text(
+                x0 + (j + 0.5) * cell,
+                y + cell / 2,
+                "1" if seen else "0",
+                size=SMALL,
+                color="#ffffff" if seen else MUTED,
+                on=box,
+            )
+    for j in range(5):
+        fig.note(x0 + (j + 0.5) * cell, 86, f"{j}", color=MUTED if j >= 3 else INK)
+    fig.note(x0 + 2.5 * cell, top + 5 * cell + 18, note, size=8)
+
+
+def draw_causal_mask() -> Figure:
+    fig = Figure(
+        "causal_mask",
+        940,
+        360,
+        "The padding mask and the causal mask of a sentence of 3 tokens padded to 5 positions: with "
+        "padding alone every query sees keys 0 to 2; the causal mask lets query i see keys 0 to i, a "
+        "lower triangle; together each query sees min(valid_len, i + 1) keys, and the padded queries 3 "
+        "and 4 see the 3 real tokens. Masked cells are grey and get weight exactly 0.",
+    )
+    valid_len = 3
+    _mask_grid(fig, 70, "padding mask", r"$j$ < valid_len (= 3)", [valid_len] * 5, "the same for every query")
+    _mask_grid(
+        fig,
+        380,
+        "causal mask",
+        r"$j \leq i$, i.e. $j < i + 1$",
+        [i + 1 for i in range(5)],
+        "a lower triangle: no query sees a later key",
+    )
+    both = [min(valid_len, i + 1) for i in range(5)]
+    rule = r"$j < \min(\mathrm{valid\_len},\ i + 1)$"
+    _mask_grid(fig, 690, "causal + padding", rule, both, "what masked_softmax is given, one length per query")
+    fig.note(
+        470,
+        342,
+        "positions 3 and 4 are padding (grey numbers); 1: the query may attend to the key; "
+        "0: masked, its weight exactly 0.  lengths: (batch_size, num_queries)",
+        size=8,
+    )
     return fig
 
 
@@ -1056,7 +1433,7 @@ def _sublayer(fig: Figure, stream_x, y, label, kind="attention", width=190):
     fig.arrow((stream_x, y), (bx, y), ln.bottom)
     sub = fig.box(bx, y - 70, width, 36, label, kind=kind, size=9)
     fig.arrow(ln.top, sub.bottom)
-    plus = fig.circle(stream_x, y - 110, "+", r=9, kind="state")
+    plus = fig.circle(stream_x, y - 110, "+", r=9, kind="state", size=9)
     fig.arrow(sub.top, (bx, y - 110), plus.right)
     fig.arrow((stream_x, y), plus.bottom)
     return y - 110 - 9, sub
@@ -1067,7 +1444,7 @@ def _stack(fig: Figure, sx, labels, tokens):
     fig.note(sx, 700, tokens)
     emb = fig.box(sx, 662, 150, 30, r"embedding $\times \sqrt{d}$", kind="module", size=9)
     fig.arrow((sx, 690), emb.bottom)
-    plus = fig.circle(sx, 612, "+", r=9, kind="state")
+    plus = fig.circle(sx, 612, "+", r=9, kind="state", size=9)
     fig.arrow(emb.top, plus.bottom)
     pe = fig.box(sx + 150, 612, 130, 28, "positional encoding", kind="input", size=8)
     fig.arrow(pe.left, plus.right)
@@ -1081,18 +1458,7 @@ def _stack(fig: Figure, sx, labels, tokens):
         fig.line((sx, y), (sx, y - 14))
         y -= 14
     frame_top = y + 4
-    fig.ax.add_patch(
-        FancyBboxPatch(
-            (sx - 25, frame_top),
-            300,
-            frame_bottom - frame_top,
-            boxstyle="round,pad=0,rounding_size=10",
-            fc="none",
-            ec="#9a9a9a",
-            lw=1.0,
-            ls="--",
-        )
-    )
+    fig.frame(sx - 25, frame_top, 300, frame_bottom - frame_top, dashed=True, rounding=10)
     fig.text(sx + 282, (frame_top + frame_bottom) / 2, r"$N \times$", size=11, ha="left")
     final = fig.box(sx, y - 22, 52, 24, "LN", size=9)
     fig.arrow((sx, y), final.bottom)
@@ -1127,12 +1493,13 @@ def draw_prenorm_transformer() -> Figure:
     fig.text(560, 20, "decoder", size=12)
     memory_y = enc_final.top[1] - 30
     fig.line(enc_final.top, (90, memory_y))
-    fig.text(102, memory_y - 8, "memory", size=10, ha="left")
-    fig.note(102, memory_y + 8, "(batch_size, S, d)", ha="left")
+    fig.text(104, memory_y - 13, "memory", size=10, ha="left")
+    fig.note(104, memory_y + 13, "(batch_size, S, d)", ha="left")
     cross = dec_subs[1]
-    fig.arrow((90, memory_y), (408, memory_y), (408, cross.y), (450, cross.y), color=ACCENT)
-    fig.arrow((450, cross.y), cross.left, color=ACCENT)
-    fig.note(404, cross.y + 14, "K, V", ha="right", size=SMALL, color=ACCENT)
+    # the memory hops over the decoder's residual stream (x = 450) into the cross-attention's side
+    hop = [(450 - 8 * math.cos(a * math.pi / 8), cross.y - 8 * math.sin(a * math.pi / 8)) for a in range(9)]
+    fig.arrow((90, memory_y), (416, memory_y), (416, cross.y), *hop, cross.left, color=ACCENT)
+    fig.note(408, cross.y - 14, "K, V", ha="right", size=SMALL, color=ACCENT)
     out = fig.box(450, dec_final.y - 44, 140, 26, "linear to vocab", kind="module", size=9)
     fig.arrow(dec_final.top, out.bottom)
     fig.arrow(out.top, (450, out.top[1] - 22))
@@ -1140,10 +1507,93 @@ def draw_prenorm_transformer() -> Figure:
     return fig
 
 
+# ---------------------------------------------------------------- chapter 12
+
+
+def _token_row(fig: Figure, x0, y, tokens, width=66, pitch=74, kinds=None) -> list[Box]:
+    """A row of token boxes from x0 (the first box's centre), one `pitch` apart."""
+    kinds = kinds or ["input"] * len(tokens)
+    return [
+        fig.box(x0 + k * pitch, y, width, 28, token, kind=kind, size=SMALL)
+        for k, (token, kind) in enumerate(zip(tokens, kinds, strict=True))
+    ]
+
+
+def _stage(fig: Figure, y, lines):
+    """A stage's name and what it does, in the left margin."""
+    for i, line in enumerate(lines):
+        fig.text(15, y + 14 * i, line, size=SMALL if i == 0 else 8, color=INK if i == 0 else MUTED, ha="left")
+
+
+def _group(fig: Figure, boxes: list[Box]) -> Box:
+    """A dashed frame around a row of boxes: the sentence they make."""
+    left, right = boxes[0].left[0] - 8, boxes[-1].right[0] + 8
+    top = boxes[0].top[1] - 8
+    return fig.frame(left, top, right - left, boxes[0].h + 16, dashed=True)
+
+
+def draw_real_pair_pipeline() -> Figure:
+    fig = Figure(
+        "real_pair_pipeline",
+        940,
+        500,
+        'One real test pair on its way through chapter 12: the line "You\'re creepy. / Tu es sinistre." '
+        "of the pair file is tokenized; 'creepy', seen once in the training set, becomes <unk>; the file "
+        "holds three French translations of the sentence, and BLEU counts an n-gram of the model's "
+        "translation when it is in any of them.",
+    )
+    _stage(fig, 40, ["a line of the pair file", "English, a tab, French"])
+    _stage(fig, 118, ["tatoeba.tokenize", "lower case; punctuation apart;", '"you\'re" stays one token'])
+    vocabulary = ["the training vocabulary", "a word seen fewer than 2 times", "there: <unk> (creepy: once)"]
+    _stage(fig, 210, vocabulary)
+    _stage(fig, 312, ["a model translates it", "(a translation, for example)"])
+    src = _group(fig, _token_row(fig, 300, 134, ["you're", "creepy", "."]))
+    tgt = _group(fig, _token_row(fig, 600, 134, ["tu", "es", "sinistre", "."]))
+    raw = fig.box(520, 46, 560, 32, "You're creepy.   \u21e5   Tu es sinistre.", kind="input", size=10)
+    fig.arrow((src.x, raw.bottom[1]), src.top)
+    fig.arrow((tgt.x, raw.bottom[1]), tgt.top)
+    ids = _group(
+        fig,
+        _token_row(
+            fig, 300, 226, ["you're", "<unk>", ".", "<eos>"], kinds=["state", "attention", "state", "state"]
+        ),
+    )
+    for k in range(3):
+        fig.arrow((300 + 74 * k, src.bottom[1]), (300 + 74 * k, ids.top[1]))
+    model = fig.box(ids.x, 320, 150, 32, "model, greedy", kind="module", size=10)
+    fig.arrow(ids.bottom, model.top)
+    hyp = fig.box(ids.x, 400, 190, 30, "vous êtes <unk> .", kind="state", size=10)
+    fig.arrow(model.bottom, hyp.top)
+    _references(fig, tgt, hyp)
+    return fig
+
+
+def _references(fig: Figure, tgt: Box, hyp: Box):
+    """The right lane: every translation of the sentence in the file, and BLEU against all of them."""
+    x = tgt.x
+    for i, line in enumerate(["tatoeba.reference_sets:", "every translation of the", "sentence in the file"]):
+        fig.note(x - 10, 170 + 13 * i, line, ha="right", size=8)
+    refs = ["tu es sinistre .", "vous êtes sinistre .", "vous êtes sinistres ."]
+    boxes = [fig.box(x, 218 + 30 * i, 200, 26, ref, kind="input", size=SMALL) for i, ref in enumerate(refs)]
+    fig.arrow(tgt.bottom, boxes[0].top)
+    fig.note(x + 108, 218, "this pair's", ha="left", size=8)
+    fig.note(x + 108, 248, "in the file, not", ha="left", size=8)
+    fig.note(x + 108, 261, "in the test set", ha="left", size=8)
+    bleu = fig.box(x, 400, 300, 50, "", kind="attention")
+    fig.text(x, 390, "metrics.multi_reference_bleu", size=10, on=bleu)
+    fig.note(x, 410, "an n-gram counts if it is in any reference", size=8, on=bleu, color=INK)
+    fig.arrow(boxes[-1].bottom, bleu.top)
+    fig.arrow(hyp.right, bleu.left)
+    fig.note(x, 446, "against this pair's only: unigrams 1/4, bigrams 0/3", size=8)
+    fig.note(x, 460, "against all three: unigrams 3/4, bigrams 1/3", size=8)
+    fig.note(x, 476, "<unk> matches no reference", size=8, color=ACCENT)
+
+
 FIGURES = [
     draw_soft_lookup,
     draw_padded_mask,
     draw_scoring_functions,
+    draw_location_score,
     draw_seq2seq_bottleneck,
     draw_bidirectional_bridge,
     draw_bahdanau_step,
@@ -1151,9 +1601,13 @@ FIGURES = [
     draw_local_window,
     draw_beam_search,
     draw_scheduled_sampling,
+    draw_scheduled_sampling_variants,
     draw_attention_patterns,
+    draw_attention_dropout,
     draw_multihead_split_merge,
+    draw_causal_mask,
     draw_prenorm_transformer,
+    draw_real_pair_pipeline,
 ]
 
 

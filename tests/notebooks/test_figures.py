@@ -1,4 +1,5 @@
-"""The course's diagrams: every SVG is there, well-formed and titled, and is what draw.py draws today."""
+"""The course's diagrams: every SVG is there, well-formed, titled and tagged for the browser test, and is what
+draw.py draws today."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ EXPECTED = [
     "soft_lookup",
     "padded_mask",
     "scoring_functions",
+    "location_score",
     "seq2seq_bottleneck",
     "bidirectional_bridge",
     "bahdanau_step",
@@ -25,10 +27,16 @@ EXPECTED = [
     "local_window",
     "beam_search",
     "scheduled_sampling",
+    "scheduled_sampling_variants",
     "attention_patterns",
+    "attention_dropout",
     "multihead_split_merge",
+    "causal_mask",
     "prenorm_transformer",
+    "real_pair_pipeline",
 ]
+#: The roles draw.py tags every mark with (tests/notebooks/test_figures_browser.py finds them by these).
+ROLES = {"label", "box", "fill", "arrow", "line"}
 
 
 @pytest.mark.parametrize("name", EXPECTED)
@@ -42,6 +50,20 @@ def test_figure_is_a_titled_svg_of_reasonable_size(name):
     assert title is not None and len(title.text or "") > 40, f"{name}.svg needs a <title> describing it"
     assert root.get("aria-label") == title.text
     assert path.stat().st_size < 150_000
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_mark_is_tagged_for_the_browser_test(name):
+    groups = ET.parse(FIGURES / f"{name}.svg").getroot().iter(f"{SVG}g")
+    untagged = [g.get("id") for g in groups if g.get("id", "").startswith(("text_", "patch_", "line2d_"))]
+    assert untagged == ["patch_1"], f"{name}.svg: only the background may be untagged, found {untagged}"
+    tagged = [g for g in ET.parse(FIGURES / f"{name}.svg").getroot().iter(f"{SVG}g") if g.get("class")]
+    assert {g.get("class") for g in tagged} <= ROLES
+    labels = [g for g in tagged if g.get("class") == "label"]
+    assert labels and all(g.get("data-text") for g in labels), f"{name}.svg: labels without data-text"
+    ids = {g.get("id") for g in tagged}
+    strays = [g.get("data-on") for g in labels if g.get("data-on") and g.get("data-on") not in ids]
+    assert strays == [], f"{name}.svg: labels written on marks that are not there"
 
 
 def test_no_stray_svg_files():

@@ -1,6 +1,7 @@
-"""The chapters read as a textbook: a drawn diagram where each mechanism is introduced, and the course's
-test machinery (bars, margins, run counts, CPU kernels, threads, nbval) kept out of the reader's way, in
-the appendix that explains it."""
+"""The chapters read as a textbook: a drawn diagram where each mechanism is introduced, sources a reader can
+look up, and the course's test machinery (bars, margins, run counts, CPU kernels, threads, nbval) kept out
+of the reader's way, in the appendix that explains it; no cell of a chapter, exercise or solution carries an
+instruction to a tool (nbval's markers are cell tags, ruff's exceptions live in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 APPENDIX = ROOT / "notebooks" / "13_how_this_course_checks_itself.ipynb"
 READING = [path for path in CHAPTERS if path != APPENDIX]
+NOTEBOOKS = [*CHAPTERS, *sorted(ROOT.glob("exercises/*.ipynb")), *sorted(ROOT.glob("solutions/*.ipynb"))]
+#: A line a learner would read past: nbval's comment markers (NBVAL_CHECK_OUTPUT, ...), a linter's noqa.
+TOOL_COMMENT = re.compile(r"#\s*(NBVAL_\w*|PYTEST_VALIDATE_\w*|noqa\b)", re.IGNORECASE)
+#: A source no reader can look up: the notes the course was first written from.
+PRIVATE_SOURCE = re.compile(r"\bseed[- ]articles?\b", re.IGNORECASE)
 #: Words that only make sense to the course's test harness. Chapter 8, about speed, may talk of kernels
 #: and threads; no chapter but the appendix talks of bars, margins, run counts, nbval or robustness.
 HARNESS = re.compile(
@@ -75,10 +81,39 @@ def test_no_chapter_prints_a_claim_line(path):
 
 def test_the_appendix_explains_the_harness_and_shows_the_measured_table():
     prose = markdown(APPENDIX)
-    for word in ("bar", "margin", "CPU kernels", "threads", "nbval", "make robustness", "NBVAL_CHECK_OUTPUT"):
+    for word in ("bar", "margin", "CPU kernels", "threads", "nbval", "make robustness", "nbval-check-output"):
         assert word in prose, word
     cells = nbformat.read(APPENDIX, as_version=4).cells
     assert any("text/html" in output.get("data", {}) for cell in cells for output in cell.get("outputs", []))
+
+
+def tool_comments(source: str) -> list[str]:
+    """The lines of a cell's source that speak to a tool rather than to the reader."""
+    return [line.strip() for line in source.splitlines() if TOOL_COMMENT.search(line)]
+
+
+def test_tool_comments_are_found_and_teaching_comments_are_not():
+    source = "# NBVAL_CHECK_OUTPUT\nimport math  # noqa: F401\nx = 1  #noqa\n# nbval-skip"
+    assert tool_comments(source) == ["# NBVAL_CHECK_OUTPUT", "import math  # noqa: F401", "x = 1  #noqa"]
+    assert tool_comments("# the weights sum to 1 (no query attends to <pad>)\nprint(weights)") == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_cell_carries_an_nbval_marker_or_a_noqa_comment(path):
+    found = [
+        (index, line)
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        if cell.cell_type == "code" or path != APPENDIX  # the appendix may name the markers it explains
+        for line in tool_comments(cell.source)
+    ]
+    assert found == [], f"{path.name}: (cell, line) of tool comments; use nbval's cell tags, ruff's config"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_chapter_cites_a_source_a_reader_cannot_look_up(path):
+    cells = nbformat.read(path, as_version=4).cells
+    found = [index for index, cell in enumerate(cells) if PRIVATE_SOURCE.search(cell.source)]
+    assert found == [], f"{path.name}: cells {found} cite a seed article; cite the paper or tutorial itself"
 
 
 def diagrams(path: Path) -> list[tuple[str, str]]:

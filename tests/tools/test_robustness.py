@@ -1,5 +1,6 @@
 """Chapter claims travel: bars in one place, every one checked by its chapter and measured over the matrix;
-checked outputs never read trained weights or timings; the matrix runner sets what it says in the kernel."""
+checked outputs (the cells tagged `nbval-check-output`, which nbval compares) never read trained weights or
+timings; the matrix runner sets what it says in the kernel."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import ast
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -20,18 +23,24 @@ from attn_course_tools import robustness
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 CHAPTERS = sorted(NOTEBOOKS.glob("*.ipynb"))
-CHECKED = "# NBVAL_CHECK_OUTPUT"
+#: The cell tag under which nbval (--nbval-lax) compares a cell's stored output with a fresh run.
+CHECKED = "nbval-check-output"
 # run: attn_course.course.dynamics.run, which trains one of chapter 9's models
 TRAINING_CALLS = {"train", "train_variant", "load_or_train", "BackgroundTraining", "run"}
 TIMING_CALLS = {"perf_counter", "process_time", "time", "monotonic", "median_seconds"}
 
 
-def code_cells(path: Path) -> list[str]:
-    return [cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+def code_cells(path: Path) -> list[nbformat.NotebookNode]:
+    return [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+
+
+def is_checked(cell: nbformat.NotebookNode) -> bool:
+    """Whether nbval compares this code cell's stored output: it carries the CHECKED tag."""
+    return CHECKED in cell.get("metadata", {}).get("tags", [])
 
 
 def checked_keys(path: Path) -> list[str]:
-    return re.findall(r'claims\.check\("([\w.]+)"', "\n".join(code_cells(path)))
+    return re.findall(r'claims\.check\("([\w.]+)"', "\n".join(cell.source for cell in code_cells(path)))
 
 
 # ---------------------------------------------------------------------------------------------- claims.check
@@ -104,7 +113,7 @@ def test_every_claim_is_checked_by_its_own_chapter_and_only_there():
 def test_training_chapters_take_their_seed_from_the_course_seed():
     """Every training call of a training chapter passes seed=SEED (course_seed()) or no seed at all."""
     for chapter in robustness.CHAPTERS:
-        source = "\n".join(code_cells(robustness.notebook(chapter, NOTEBOOKS)))
+        source = "\n".join(cell.source for cell in code_cells(robustness.notebook(chapter, NOTEBOOKS)))
         assert "SEED = course_seed()" in source and "seed_everything(0)" not in source, chapter
         calls = [
             node
@@ -162,18 +171,19 @@ def _trained_in_place(statement: ast.stmt) -> set[str]:
     return found
 
 
-def machine_dependent_names(sources: list[str]) -> list[tuple[int, set[str]]]:
-    """For each checked cell (by code cell index), the names it reads that carry trained weights or
-    timings, and the training or timing functions it calls.
+def machine_dependent_names(cells: list[nbformat.NotebookNode]) -> list[tuple[int, set[str]]]:
+    """For each checked code cell (tagged CHECKED; by its index in `cells`), the names it reads that carry
+    trained weights or timings, and the training or timing functions it calls.
 
     Statement by statement through the notebook, a name is tainted when a statement that trains, times or
     reads a tainted name binds it, or trains it in place (train(model, ...)).
     """
     tainted: set[str] = set()
     found = []
-    for index, source in enumerate(sources):
-        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.startswith(("%", "!"))))
-        if source.startswith(CHECKED):
+    for index, cell in enumerate(cells):
+        lines = cell.source.splitlines()
+        tree = ast.parse("\n".join(line for line in lines if not line.startswith(("%", "!"))))
+        if is_checked(cell):
             own = set().union(*(_assigned(statement) for statement in tree.body))
             found.append(
                 (index, ((_read(tree) - own) & tainted) | (_called(tree) & (TRAINING_CALLS | TIMING_CALLS)))
@@ -184,24 +194,67 @@ def machine_dependent_names(sources: list[str]) -> list[tuple[int, set[str]]]:
     return found
 
 
+def cell(source: str, checked: bool = False) -> nbformat.NotebookNode:
+    """A code cell, tagged for nbval to compare its output when `checked`."""
+    return nbformat.v4.new_code_cell(source, metadata={"tags": [CHECKED]} if checked else {})
+
+
 def test_taint_follows_a_trained_model_into_a_checked_cell():
-    sources = [
-        "model = build()\nmodels = {'a': build()}",
-        "history = train(model, loader)",
-        "x = model(3)",
-        "# NBVAL_CHECK_OUTPUT\nprint(x)",
-        "# NBVAL_CHECK_OUTPUT\nprint(len(loader))",
-        "h = {k: train(m, loader) for k, m in models.items()}",
-        "# NBVAL_CHECK_OUTPUT\nprint(models['a'](1))",
-        "# NBVAL_CHECK_OUTPUT\nfor x in range(3):\n    print(x)",
+    cells = [
+        cell("model = build()\nmodels = {'a': build()}"),
+        cell("history = train(model, loader)"),
+        cell("x = model(3)"),
+        cell("print(x)", checked=True),
+        cell("print(len(loader))", checked=True),
+        cell("h = {k: train(m, loader) for k, m in models.items()}"),
+        cell("print(models['a'](1))", checked=True),
+        cell("for x in range(3):\n    print(x)", checked=True),
+        cell("print(x)"),  # not checked: its output may differ from run to run
     ]
-    assert machine_dependent_names(sources) == [(3, {"x"}), (4, set()), (6, {"models"}), (7, set())]
+    assert machine_dependent_names(cells) == [(3, {"x"}), (4, set()), (6, {"models"}), (7, set())]
 
 
 def test_a_timing_in_a_checked_cell_is_found():
-    assert machine_dependent_names(["# NBVAL_CHECK_OUTPUT\nt = time.perf_counter()"]) == [
-        (0, {"perf_counter"})
-    ]
+    assert machine_dependent_names([cell("t = time.perf_counter()", checked=True)]) == [(0, {"perf_counter"})]
+
+
+def test_a_comment_marker_is_not_a_checked_cell():
+    """nbval's markers live in tags: a cell still marked by a comment is not what this test traces."""
+    assert machine_dependent_names([cell("# NBVAL_CHECK_OUTPUT\nt = time.perf_counter()")]) == []
+
+
+def test_every_teaching_chapter_tags_the_cells_nbval_compares():
+    tagged = {path.name: sum(map(is_checked, code_cells(path))) for path in CHAPTERS}
+    assert sum(tagged.values()) >= 60, tagged
+    assert all(count for name, count in tagged.items() if name[:2] <= "12"), tagged  # the appendix runs none
+
+
+def nbval_lax(tmp_path: Path, cells: list[nbformat.NotebookNode]) -> subprocess.CompletedProcess:
+    """pytest --nbval-lax, as `make notebooks` runs it, over a notebook of `cells` written in `tmp_path`."""
+    nb = nbformat.v4.new_notebook(cells=cells)
+    for count, stored in enumerate(cells, start=1):
+        stored.execution_count = count  # nbval refuses a stored output with no execution count
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "checked.ipynb")
+    command = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider"]
+    command += ["-q", "--color=no", "checked.ipynb"]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+
+
+def printed(source: str, text: str, checked: bool) -> nbformat.NotebookNode:
+    """A code cell whose stored output is `text` printed, tagged CHECKED when `checked`."""
+    stored = cell(source, checked)
+    stored.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    return stored
+
+
+@pytest.mark.slow  # a kernel in a pytest subprocess
+def test_nbval_lax_compares_the_output_of_a_tagged_cell_and_only_that(tmp_path):
+    unchecked = printed("print(3)", "4\n", checked=False)  # a wrong output nbval does not compare
+    right = nbval_lax(tmp_path, [printed("print(1 + 1)", "2\n", checked=True), unchecked])
+    assert right.returncode == 0 and "2 passed" in right.stdout, right.stdout[-2000:]
+    wrong = nbval_lax(tmp_path, [printed("print(1 + 1)", "3\n", checked=True), unchecked])
+    assert wrong.returncode == 1 and "1 failed" in wrong.stdout, wrong.stdout[-2000:]
 
 
 @pytest.mark.parametrize(

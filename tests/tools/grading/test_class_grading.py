@@ -333,18 +333,24 @@ def test_the_command_line_grades_a_class_against_its_roster_and_remembers_grades
 
 
 @pytest.mark.parametrize(
-    ("extra", "expected"),
+    ("extra", "expected", "status"),
     [
-        (["--jobs", "0"], "--jobs must be at least 1, got 0"),
-        (["--roster", "missing.csv"], "roster missing.csv cannot be read"),
+        (["--jobs", "0"], "--jobs must be at least 1, got 0", 2),
+        (["--roster", "missing.csv"], "roster missing.csv cannot be read", 1),  # a file given, refused
+        (["--canvas-column", "A1"], "--canvas-column is for --format canvas", 2),
+        (["--only", "a", "--replace"], "give one", 2),
     ],
 )
 def test_bad_class_options_stop_the_command_before_grading(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], expected: str, monkeypatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    expected: str,
+    status: int,
+    monkeypatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    status = main(["grade", str(ROOT / "solutions" / EX01), "--out", "g.csv", *extra])
-    assert status == 2
+    assert main(["grade", str(ROOT / "solutions" / EX01), "--out", "g.csv", *extra]) == status
     assert expected in capsys.readouterr().err
     assert not (tmp_path / "g.csv").exists()
 

@@ -1,7 +1,9 @@
 """The Gradescope autograder: `attn-course gradescope` builds a zip to Gradescope's specification, and the
 zip's run_autograder, run the way Gradescope runs it (/autograder/{source,submission,results}), gives every
 exercise the points and the feedback text `attn-course grade` gives the same notebook; hostile notebooks,
-hidden inputs, an empty upload and a grader that fails still end in a results.json that says why.
+hidden inputs, an empty upload and a grader that fails still end in a results.json that says why. The zip
+installs bubblewrap and ships the jail, and the results say whether a submission ran in it; with the
+course's rules, each test is worth the exercise's points and a late submission loses what the rules say.
 
 Building and reading the zip needs no sandbox; the simulated Gradescope runs start real sandboxes (and torch
 in subprocesses) and are marked `slow`."""
@@ -29,9 +31,12 @@ from grading_cases import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, defined, digest, n
 
 from attn_course import checks
 from attn_course_tools.cli import main
-from attn_course_tools.grading import gradescope
-from attn_course_tools.grading.closure import GRADESCOPE, archive_name, grading_modules
-from attn_course_tools.grading.gradescope import build_bundle
+from attn_course_tools.grading import gradescope, jail
+from attn_course_tools.grading.closure import archive_name
+from attn_course_tools.grading.gradescope import build_bundle, bundle_modules
+from attn_course_tools.grading.records import ExerciseGrade, SubmissionGrade
+from attn_course_tools.grading.rules import Rules
+from attn_course_tools.grading.sandbox_child import SERVER_COMMAND
 
 EXERCISES = ROOT / "exercises"
 HIDDEN = {"ch1.q2": {"cases": [{"num_keys": 9, "seed": 5}], "seeds": [77]}}
@@ -77,9 +82,9 @@ VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
 FORMATS = {"text", "html", "simple_format", "md", "ansi"}
 
 
-def check_schema(results: dict) -> None:
+def check_schema(results: dict, weights: dict[str, float] | None = None) -> None:
     """Gradescope's keys and types, and what this autograder always gives: a score that is the sum of one
-    0/1 test per exercise, an output, the visibilities and the time."""
+    test per exercise, worth its weight (1 without rules), an output, the visibilities and the time."""
     for fields, data in [(TOP_LEVEL, results), *((PER_TEST, test) for test in results.get("tests", []))]:
         assert set(data) <= set(fields), f"keys Gradescope does not know: {set(data) - set(fields)}"
         for key, value in data.items():
@@ -91,10 +96,11 @@ def check_schema(results: dict) -> None:
     assert {"score", "output", "visibility", "stdout_visibility", "execution_time", "tests"} <= set(results)
     for test in results["tests"]:
         assert {"name", "number", "score", "max_score", "status", "output", "visibility"} <= set(test)
-        assert test["max_score"] == 1 and test["score"] in (0, 1)
-        assert test["status"] == ("passed" if test["score"] else "failed")
+        assert test["max_score"] == (weights or {}).get(test["name"].split()[0], 1)
+        assert 0 <= test["score"] <= test["max_score"]
+        assert test["status"] in ("passed", "failed") and (test["status"] == "passed" or test["score"] == 0)
         assert re.fullmatch(r"\d+\.\d+", test["number"])
-    assert results["score"] == sum(test["score"] for test in results["tests"])
+    assert results["score"] == pytest.approx(sum(test["score"] for test in results["tests"]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -125,7 +131,7 @@ def mode(bundle: zipfile.ZipFile, name: str) -> int:
 def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
     bundles: dict[str, Path],
 ) -> None:
-    modules = grading_modules(GRADESCOPE)
+    modules = bundle_modules()
     sources = {archive_name(name, path): path for name, path in modules.items()}
     with zipfile.ZipFile(bundles["plain"]) as bundle:
         names = bundle.namelist()
@@ -135,6 +141,8 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
     for needed in (
         "attn_course_tools/grading/gradescope.py",
         "attn_course_tools/grading/sandbox_child.py",
+        "attn_course_tools/grading/jail.py",
+        "attn_course_tools/grading/rules.py",
         "attn_course_tools/__init__.py",
         "attn_course/checks/core.py",
         "attn_course/attention/masking.py",
@@ -149,6 +157,21 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
     with zipfile.ZipFile(bundles["plain"]) as bundle:
         assert bundle.read("run_autograder").startswith(b"#!/usr/bin/env bash\n")
         assert bundle.read("setup.sh").startswith(b"#!/usr/bin/env bash\n")
+
+
+def test_the_zip_ships_the_jail_and_every_course_module_the_fork_servers_command_imports(
+    bundles: dict[str, Path],
+) -> None:
+    """The sandboxes' fork server starts from a command line (code in a string, which the closure's reading
+    of import statements does not see): what it imports, and the jail, are in the zip all the same."""
+    imported = re.findall(r"(?:from|import) (attn_course[\w.]*)", SERVER_COMMAND)
+    assert imported
+    with zipfile.ZipFile(bundles["plain"]) as bundle:
+        names = set(bundle.namelist())
+    for module in imported:
+        path = module.replace(".", "/")
+        assert {f"{path}.py", f"{path}/__init__.py"} & names, module
+    assert "attn_course_tools/grading/jail.py" in names
 
 
 #: Run with the unpacked zip first on the path: the files the course's modules were imported from.
@@ -211,6 +234,26 @@ def test_run_autograder_passes_the_chapters_visibility_limits_and_notebooks_to_t
     assert json.loads(options["--limits"]) == LIMITS.__dict__
     assert options["--expect"] == EX01
     assert EX01 in readme and "after_due_date" in readme and "points to 3" in readme
+
+
+def apt_installs(setup: str) -> set[str]:
+    """The Debian packages setup.sh installs with apt-get."""
+    found = set()
+    for line in setup.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if "apt-get" in words and "install" in words:
+            rest = words[words.index("install") + 1 :]
+            rest = rest[: rest.index("||")] if "||" in rest else rest  # what runs when it fails
+            found |= {word for word in rest if not word.startswith("-")}
+    return found
+
+
+def test_setup_sh_installs_python_and_bubblewrap_for_the_jail(bundles: dict[str, Path]) -> None:
+    with zipfile.ZipFile(bundles["plain"]) as bundle:
+        setup = bundle.read("setup.sh").decode()
+    packages = apt_installs(setup)
+    assert {"python3", "python3-venv", "bubblewrap"} <= packages, packages
+    assert "tzdata" not in packages  # only with rules, which may name a time zone
 
 
 def setup_installs(setup: str) -> dict[str, str]:
@@ -325,10 +368,15 @@ def test_the_command_writes_the_zip_and_says_what_it_holds(
         assert "--chapter 1" in bundle.read("run_autograder").decode()
     assert str(out) in printed
     for name in (
-        "setup.sh", "run_autograder", "README.md", "hidden.json", "attn_course/", "attn_course_tools/"
+        "setup.sh",
+        "run_autograder",
+        "README.md",
+        "hidden.json",
+        "attn_course/",
+        "attn_course_tools/",
     ):
         assert name in printed
-    assert "chapters: 1" in printed and "hidden inputs: yes" in printed
+    assert "chapters: 1" in printed and "hidden inputs: yes" in printed and "rules: none" in printed
 
 
 def test_malformed_hidden_inputs_stop_the_command_before_the_zip_is_written(
@@ -373,10 +421,16 @@ def unzip(bundle: Path, folder: Path) -> None:
 
 
 def simulate(
-    bundle: Path, root: Path, notebooks: dict[str, Path], enter: Callable[[], None] | None = None, **env: str
+    bundle: Path,
+    root: Path,
+    notebooks: dict[str, Path],
+    enter: Callable[[], None] | None = None,
+    weights: dict[str, float] | None = None,
+    **env: str,
 ) -> tuple[int, str, dict]:
     """Run the bundle on one submission (name -> notebook file): (exit status, its output, results.json).
-    enter: run in the child before run_autograder starts (e.g. to join a cgroup)."""
+    enter: run in the child before run_autograder starts (e.g. to join a cgroup); weights: each exercise's
+    points under the bundle's rules (default 1)."""
     unzip(bundle, root / "source")
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
@@ -392,7 +446,7 @@ def simulate(
         preexec_fn=enter,
     )
     results = json.loads((root / "results" / "results.json").read_text())
-    check_schema(results)
+    check_schema(results, weights)
     return run.returncode, run.stdout + run.stderr, results
 
 
@@ -446,6 +500,7 @@ def test_a_solved_notebook_gets_every_point_and_a_valid_results_json(graded: dic
     ]
     assert results["output"].startswith("3 of 3 points.")
     assert "`ex01_masked_softmax.ipynb`" in results["output"]
+    assert all(t["output"].endswith("\n\nGraded from `ex01_masked_softmax.ipynb`.") for t in results["tests"])
 
 
 @pytest.mark.slow
@@ -456,7 +511,9 @@ def test_points_and_feedback_are_those_attn_course_grade_gives_the_same_notebook
         assert list(by_key(results)) == [key for key in row if key.startswith("ch")]
         for key, test in by_key(results).items():
             assert test["score"] == int(row[key]), (student, key)
-            assert f"## {key}: {checks.EXERCISES[key].title}\n\n{test['output']}\n" in feedback
+            text, source = test["output"].rsplit("\n\n", 1)
+            assert f"## {key}: {checks.EXERCISES[key].title}\n\n{text}\n" in feedback
+            assert source == "Graded from `ex01_masked_softmax.ipynb`."
         assert results["score"] == int(row["total"])
     assert [graded["runs"][s][2]["score"] for s in ("solved", "unsolved", "wrong")] == [3, 0, 1]
     assert "write `sequence_mask`" in by_key(graded["runs"]["unsolved"][2])["ch1.q1"]["output"]
@@ -467,13 +524,17 @@ def test_points_and_feedback_are_those_attn_course_grade_gives_the_same_notebook
 def test_hidden_inputs_shipped_in_the_zip_fail_an_answer_the_shipped_cases_pass(graded: dict) -> None:
     assert checks.EXERCISES["ch1.q2"].evaluate(defined(NARROW)).passed
     q2 = by_key(graded["runs"]["wrong"][2])["ch1.q2"]
-    assert q2["score"] == 0 and "Failing case: scores of shape (2, 3, 9)" in q2["output"]
+    assert q2["score"] == 0 and "Failing case: hidden case 11 of 11" in q2["output"], q2["output"]
+    assert "(2, 3, 9)" not in q2["output"] and "[8, 1]" not in q2["output"]  # the hidden case's inputs
 
 
 @pytest.mark.slow
 def test_the_zips_own_copy_of_the_package_grades_and_the_submissions_are_only_read(graded: dict) -> None:
-    for student, (_, output, _) in graded["runs"].items():
+    found = jail.status()
+    for student, (_, output, results) in graded["runs"].items():
         assert f"from {graded['folder'] / student / 'source' / 'attn_course'}" in output
+        assert ("submissions run in the jail (bubblewrap)" if found.jailed else found.notice) in output
+        assert results["extra_data"]["jailed"] is found.jailed
         submitted = graded["folder"] / student / "submission" / "ex01_masked_softmax.ipynb"
         assert digest(submitted) == digest(graded["notebooks"][student])
 
@@ -488,14 +549,14 @@ def test_hostile_cells_cost_only_their_exercise_and_results_json_says_why(
             "ch1.q2": Q2.solution_code + "import os\nos._exit(3)\n",
         }
     )
-    kill_parent = "# EXERCISE ch2.q1\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    kill_parent = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
     hostile["cells"].append(
         {
             "cell_type": "code",
             "metadata": {},
             "outputs": [],
             "execution_count": None,
-            "source": kill_parent + checks.EXERCISES["ch2.q1"].solution_code,
+            "source": "# EXERCISE ch2.q1\n" + checks.EXERCISES["ch2.q1"].solution_code + kill_parent,
         }
     )
     path = write(tmp_path, "hostile", hostile)
@@ -507,7 +568,7 @@ def test_hostile_cells_cost_only_their_exercise_and_results_json_says_why(
         "ch1.q1": 0,
         "ch1.q2": 0,
         "ch1.q3": 1,  # after a cell that ended its sandbox, a new one runs the rest
-        "ch2.q1": 1,  # killing the sandboxes' server costs nothing: the next sandbox comes from a new one
+        "ch2.q1": 1,  # signalling the sandboxes' server is refused, and the answer above it stands
         "ch2.q2": 0,
         "ch2.q3": 0,
         "ch2.q4": 0,
@@ -531,7 +592,10 @@ def test_an_empty_submission_scores_zero_and_says_which_notebooks_to_upload(
     assert [t["number"] for t in results["tests"]] == ["1.1", "1.2", "1.3"]  # the chapter's points, all lost
     for test in results["tests"]:
         assert test["visibility"] == "after_due_date"
-        assert "No notebook answering this exercise was submitted" in test["output"]
+        assert (
+            f"No notebook for chapter 1 was uploaded, so this exercise was not graded: upload `{EX01}`"
+            in (test["output"])
+        )
 
 
 def test_run_autograder_writes_results_when_the_grader_cannot_even_start(
@@ -569,6 +633,165 @@ def test_a_failure_of_the_grader_itself_gives_zero_the_reason_and_a_nonzero_stat
     check_schema(results)
     assert results["score"] == 0 and results["tests"] == []
     assert "The autograder failed" in results["output"] and "ch1.q9" in results["output"]
+
+
+# ------------------------------------------------------------------------------------------------
+# The jail, and the course's rules
+
+
+def grade_empty(root: Path, bundle: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
+    """The results of an empty upload graded as run_autograder grades it, and what the grader printed."""
+    (root / "submission").mkdir(parents=True)
+    assert gradescope.main(grader_argv(bundle, root)) == 0
+    return json.loads((root / "results" / "results.json").read_text()), capsys.readouterr().out
+
+
+def test_the_results_and_the_log_say_whether_the_submission_ran_in_the_jail(
+    tmp_path: Path,
+    bundles: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = jail.status()
+    results, log = grade_empty(tmp_path / "auto", bundles["plain"], capsys)
+    assert results["extra_data"]["jailed"] is found.jailed
+    assert ("submissions run in the jail (bubblewrap)" if found.jailed else found.notice) in log
+    monkeypatch.setenv(jail.MODE_VARIABLE, "off")
+    results, log = grade_empty(tmp_path / "off", bundles["plain"], capsys)
+    assert results["extra_data"]["jailed"] is False
+    assert jail.status().notice in log and "submissions run in the jail" not in log
+    assert "jail" not in results["output"]  # the student's summary: the log is the instructor's
+
+
+RULES = """\
+due = 2025-03-14T23:59:00+01:00
+[late]
+per_day = 0.1
+cap = 0.5
+[points]
+"ch1.q2" = 2
+[extensions]
+"S123" = 2025-03-20T23:59:00+01:00
+"""
+WEIGHTS = {"ch1.q1": 1, "ch1.q2": 2, "ch1.q3": 1}
+TWO_DAYS_LATE = "2025-03-16T10:00:00+01:00"
+
+
+def metadata(created_at: str, sid: str = "S999", due: str = "2025-03-14T23:59:00+01:00") -> dict:
+    """Gradescope's submission_metadata.json (its documented keys) for one student's submission."""
+    user = {"email": "dana@example.com", "id": 7, "name": "Dana Scully", "sid": sid}
+    assignment = {"due_date": due, "late_due_date": None, "title": "Chapter 1", "total_points": "4.0"}
+    return {"id": 1, "created_at": created_at, "assignment": assignment, "users": [user]}
+
+
+@pytest.fixture(scope="module")
+def rules_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("rules")
+    (folder / "rules.toml").write_text(RULES)
+    return build_bundle(
+        folder / "autograder.zip",
+        exercises=EXERCISES,
+        chapters=[1],
+        limits=LIMITS,
+        rules=folder / "rules.toml",
+    )
+
+
+def test_the_rules_are_shipped_and_run_autograder_hands_them_and_the_metadata_to_the_grader(
+    rules_bundle: Path, tmp_path: Path
+) -> None:
+    with zipfile.ZipFile(rules_bundle) as bundle:
+        assert bundle.read("rules.toml").decode() == RULES
+        setup, readme = bundle.read("setup.sh").decode(), bundle.read("README.md").decode()
+    words = grader_argv(rules_bundle, tmp_path)
+    options = dict(zip(words[::2], words[1::2], strict=False))
+    assert options["--rules"] == str(tmp_path / "source" / "rules.toml")
+    assert options["--metadata"] == str(tmp_path / "submission_metadata.json")
+    (tmp_path / "setup.sh").write_text(setup)
+    subprocess.run(["bash", "-n", str(tmp_path / "setup.sh")], check=True)
+    assert 'tomli>=2; python_version < "3.11"' in shlex.split(setup_installs(setup)["tomli"])  # Python 3.10
+    assert {"tzdata", "bubblewrap"} <= apt_installs(setup)
+    assert "for secret in hidden.json rules.toml; do" in setup and 'chmod 600 "$ROOT/source/$secret"' in setup
+    assert "points to 4" in readme and "Late work" in readme
+
+
+def graded_upload(folder: Path, points: dict[str, int]) -> gradescope.Upload:
+    """An upload of one chapter 1 notebook with `points` per exercise, as `grade_upload` returns it."""
+    path = folder / "ex01_masked_softmax.ipynb"
+    exercises = {
+        key: ExerciseGrade(key, checks.EXERCISES[key].name, p, checks.PASSED if p else checks.FAILED, "Why.")
+        for key, p in points.items()
+    }
+    grade = SubmissionGrade(path, "dana", "0" * 64, exercises, [], 0.0)
+    return gradescope.Upload(list(points), [grade], {path: [1]}, {path: set(points)})
+
+
+def test_each_test_is_worth_its_points_and_a_late_submission_loses_what_the_rules_say(tmp_path: Path) -> None:
+    (tmp_path / "rules.toml").write_text(RULES)
+    rules = Rules.load(tmp_path / "rules.toml")
+    marking = gradescope.late_marking(rules, metadata(TWO_DAYS_LATE))
+    assert marking.factor == pytest.approx(0.8)
+    assert (
+        marking.late.startswith("Handed in 2 days late") and "20% of its points are taken off" in marking.late
+    )
+    upload = graded_upload(tmp_path, {"ch1.q1": 1, "ch1.q2": 1, "ch1.q3": 0})
+    results = gradescope.results_json(upload, submission=tmp_path, marking=marking)
+    check_schema(results, WEIGHTS)
+    assert [(t["score"], t["max_score"]) for t in results["tests"]] == [(0.8, 1), (1.6, 2), (0, 1)]
+    assert results["score"] == 2.4 and results["extra_data"]["late_factor"] == pytest.approx(0.8)
+    assert results["output"].startswith(f"2.4 of 4 points.\n\n{marking.late}\n")
+    on_time = gradescope.results_json(upload, submission=tmp_path, marking=gradescope.Marking(rules))
+    assert on_time["score"] == 3 and "late" not in on_time["output"]
+
+
+def test_on_time_with_an_extension_or_without_a_time_nothing_is_lost(tmp_path: Path) -> None:
+    (tmp_path / "rules.toml").write_text(RULES)
+    rules = Rules.load(tmp_path / "rules.toml")
+    assert gradescope.late_marking(rules, metadata("2025-03-14T23:00:00+01:00")) == gradescope.Marking(rules)
+    extended = gradescope.late_marking(rules, metadata(TWO_DAYS_LATE, sid="S123"))  # found by the SID
+    assert extended.factor == 1 and extended.late is None
+    assert gradescope.late_marking(rules, None) == gradescope.Marking(rules)
+    # rules without a due date of their own: the assignment's on Gradescope counts
+    mine = Rules(per_day=0.25, cap=0.5)
+    assert gradescope.late_marking(mine, metadata("2025-03-15T00:30:00+01:00")).factor == pytest.approx(0.75)
+    assert gradescope.late_marking(mine, metadata("2025-03-20T00:30:00+01:00")).factor == pytest.approx(0.5)
+
+
+def test_the_command_refuses_a_malformed_rules_file_before_the_zip_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "rules.toml").write_text("due = 2025-03-14T23:59:00+01:00\n[late]\nper_day = 2\n")
+    out = tmp_path / "autograder.zip"
+    argv = [
+        "gradescope",
+        "--out",
+        str(out),
+        "--rules",
+        str(tmp_path / "rules.toml"),
+        "--exercises",
+        str(EXERCISES),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "rules.toml, line 3" in err and "per_day" in err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_late_submission_on_gradescope_scores_the_weighted_points_times_the_late_factor(
+    tmp_path: Path, rules_bundle: Path
+) -> None:
+    root = tmp_path / "autograder"
+    root.mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps(metadata(TWO_DAYS_LATE)))
+    solved = write(tmp_path, "solved", notebook())
+    status, output, results = simulate(
+        rules_bundle, root, {"ex01_masked_softmax.ipynb": solved}, weights=WEIGHTS
+    )
+    assert status == 0, output
+    assert [t["score"] for t in results["tests"]] == [0.8, 1.6, 0.8] and results["score"] == 3.2
+    assert results["output"].startswith("3.2 of 4 points.\n\nHanded in 2 days late")
+    assert "late: factor 0.8" in output
 
 
 # ------------------------------------------------------------------------------------------------
@@ -635,8 +858,10 @@ def test_a_full_solution_set_is_graded_within_gradescopes_default_limits(tmp_pat
         oom = dict(line.split() for line in oom_control.splitlines())
     finally:
         remove_cgroups(cgroups)
-    print(f"full solution set under Gradescope's limits: {seconds:.0f} s; memory with page cache at most "
-          f"{peak_mb:.0f} MB; processes killed for memory: {oom.get('oom_kill', '?')}")
+    print(
+        f"full solution set under Gradescope's limits: {seconds:.0f} s; memory with page cache at most "
+        f"{peak_mb:.0f} MB; processes killed for memory: {oom.get('oom_kill', '?')}"
+    )
     assert status == 0, output
     assert results["score"] == len(results["tests"]) == len(checks.EXERCISES), output
     assert seconds < GRADESCOPE_S and peak_mb <= GRADESCOPE_MB and oom.get("oom_kill", "0") == "0"

@@ -28,8 +28,8 @@ def markdown(source: str) -> dict:
     return nbformat.v4.new_markdown_cell(source)
 
 
-def code(source: str, outputs: list | None = None) -> dict:
-    cell = nbformat.v4.new_code_cell(source)
+def code(source: str, outputs: list | None = None, tags: list[str] | None = None) -> dict:
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": tags} if tags else {})
     cell.outputs = outputs or []
     return cell
 
@@ -67,20 +67,26 @@ def test_a_cell_that_does_more_than_set_up_is_not_a_set_up_cell(source):
     assert not book.is_set_up_cell(source)
 
 
-def test_reading_view_drops_nbval_lines_and_hides_only_the_set_up_cell_s_input():
-    checked = code("x = 1\n  # NBVAL_IGNORE_OUTPUT\nprint(x)")
-    nb = nbformat.v4.new_notebook(
-        cells=[markdown("# Chapter"), code(publish_fixture.SET_UP), code(publish_fixture.CHECKED), checked]
-    )
+def test_reading_view_drops_nbval_tags_and_hides_only_the_set_up_cell_s_input():
+    checked = code('print("checked:", 1 + 1)', tags=["nbval-check-output"])
+    ignored = code("x = 1\nprint(x)", tags=["remove-output", "nbval-ignore-output"])  # a reader's tag stays
+    set_up = code(publish_fixture.SET_UP)
+    nb = nbformat.v4.new_notebook(cells=[markdown("# Chapter"), set_up, checked, ignored])
     nb.cells.append(code("import torch\nseed_everything(1)"))  # a later import cell stays shown
     view = book.reading_view(nb)
     assert tags(view.cells[1]) == ["remove-input"]
-    assert [tags(cell) for cell in view.cells[2:]] == [[], [], []]
-    assert view.cells[2].source == 'print("checked:", 1 + 1)'
-    assert view.cells[3].source == "x = 1\nprint(x)"
-    assert "NBVAL" in nb.cells[2].source and "tags" not in nb.cells[1].metadata  # the notebook is untouched
+    assert [tags(cell) for cell in view.cells[2:]] == [[], ["remove-output"], []]
+    assert "tags" not in view.cells[2].metadata
+    assert [cell.source for cell in view.cells[2:4]] == [checked.source, ignored.source]
+    assert tags(nb.cells[2]) == ["nbval-check-output"] and "tags" not in nb.cells[1].metadata  # untouched
     exercise = book.reading_view(nb, chapter=False)
-    assert tags(exercise.cells[1]) == [] and "NBVAL" not in exercise.cells[2].source
+    assert [tags(cell) for cell in exercise.cells[1:4]] == [[], [], ["remove-output"]]
+
+
+def test_reading_view_drops_nbval_s_older_comment_lines_too():
+    marked = code("x = 1\n  # NBVAL_IGNORE_OUTPUT\nprint(x)")
+    nb = nbformat.v4.new_notebook(cells=[code("# NBVAL_CHECK_OUTPUT\nprint(2)"), marked])
+    assert [cell.source for cell in book.reading_view(nb).cells] == ["print(2)", "x = 1\nprint(x)"]
 
 
 def test_a_first_code_cell_that_teaches_stays_shown():
@@ -90,11 +96,12 @@ def test_a_first_code_cell_that_teaches_stays_shown():
 
 
 @pytest.mark.parametrize("path", CHAPTERS + EXERCISES, ids=lambda path: path.stem)
-def test_no_page_shows_an_nbval_line_and_a_chapter_s_set_up_imports_are_hidden(path):
+def test_no_page_shows_an_nbval_mark_and_a_chapter_s_set_up_imports_are_hidden(path):
     chapter = path.parent.name == "notebooks"
     view = book.reading_view(nbformat.read(path, as_version=4), chapter=chapter)
     cells = [cell for cell in view.cells if cell.cell_type == "code"]
     assert not [cell.source for cell in cells if "NBVAL" in cell.source]
+    assert not [tag for cell in cells for tag in tags(cell) if tag in book.NBVAL_TAGS]
     hidden = [i for i, cell in enumerate(cells) if "remove-input" in tags(cell)]
     first_sets_up = book.is_set_up_cell(cells[0].source) if cells else False
     assert hidden == ([0] if chapter and first_sets_up else []), f"{path.name}: input hidden in {hidden}"
@@ -232,17 +239,17 @@ def test_long_outputs_are_trimmed_and_short_ones_kept():
     assert f"{40 - slides.KEPT_OUTPUT_LINES} more lines" in trimmed[-1]
 
 
-def test_slide_view_moves_prose_to_notes_trims_outputs_and_drops_nbval_marks():
+def test_slide_view_moves_prose_to_notes_trims_outputs_and_drops_nbval_tags():
     stream = nbformat.v4.new_output("stream", name="stdout", text="".join(f"{i}\n" for i in range(30)))
-    cells = [code("import torch"), markdown(CELL), code("# NBVAL_CHECK_OUTPUT\nprint(1)", [stream])]
+    cells = [code("import torch"), markdown(CELL), code("print(1)", [stream], tags=["nbval-check-output"])]
     nb = nbformat.v4.new_notebook(cells=cells)
     deck = slides.slide_view(nb)
     kinds = [cell.metadata["slideshow"]["slide_type"] for cell in deck.cells]
     assert kinds == ["skip", "slide", "notes", "-"]
     assert deck.cells[2].source.startswith("Same data")
-    assert deck.cells[3].source == "print(1)"
+    assert deck.cells[3].source == "print(1)" and tags(deck.cells[3]) == []
     assert len(deck.cells[3].outputs[0].text.splitlines()) == slides.KEPT_OUTPUT_LINES + 1
-    assert nb.cells[1].source == CELL and "NBVAL" in nb.cells[2].source  # the notebook itself is untouched
+    assert nb.cells[1].source == CELL and tags(nb.cells[2]) == ["nbval-check-output"]  # the notebook is kept
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
@@ -253,7 +260,7 @@ def test_every_chapter_deck_has_speaker_notes_and_no_long_output(path):
     for cell in deck.cells:
         if cell.cell_type != "code":
             continue
-        assert "NBVAL" not in cell.source
+        assert "NBVAL" not in cell.source and not set(tags(cell)) & book.NBVAL_TAGS
         for output in cell.outputs:
             text = output.get("text") or output.get("data", {}).get("text/plain", "")
             if output.get("output_type") == "stream" or len(output.get("data", {})) == 1:

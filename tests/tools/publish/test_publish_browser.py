@@ -8,8 +8,12 @@ request to anything but that server; its math must be typeset by MathJax without
 table of contents lists every chapter and exercise, its search finds a chapter, and the explorer's page shows
 the widgets' stored view, whose slider moves without a kernel. A deck starts, steps to its next slide and
 carries speaker notes. Every page and every slide reads clean: no code cell shows an `NBVAL` line, no display
-equation is wider than its column, no code line runs past its block's edge and every image loads; a fixture
-course (tests/publish_fixture.py) proves it on an equation too wide to fit unscaled and an SVG figure.
+equation is wider than its column, no `$` is left in the prose (a formula the parser missed), no code line
+runs past its block's edge and every image loads; in the book, no code line wraps to its block's left edge
+(a long one scrolls) and no table is wider than its column. The landing page says how to get the course
+without a placeholder, and an equation displayed inside a paragraph (chapter 1's Nadaraya–Watson) is typeset
+whole. A fixture course (tests/publish_fixture.py) proves it on an equation too wide to fit unscaled, a long
+code line and an SVG figure.
 Screenshots of every page and deck land under artifacts/test_publish/ (git-ignored).
 """
 
@@ -40,10 +44,14 @@ CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
 EXERCISES = sorted(path.stem for path in (ROOT / "exercises").glob("*.ipynb"))
 LOAD_TIMEOUT_MS = 60_000
 
-# What a reader would see go wrong on a page or a slide (`root`): a list of sentences, empty when none.
-READING_PROBLEMS_JS = """async (root) => {
-  root = root || document;
+# What a reader would see go wrong on a page or a slide (`root`, default the page): a list of sentences, empty
+# when none. On a book page (`codeWraps` false) a code line must keep its line: one that wraps would start
+# again at the block's left edge, where a wrapped comment reads as code; a long one scrolls in its block.
+# The decks' template wraps code at the slide's edge instead, so there code must only stay inside its block.
+READING_PROBLEMS_JS = """async (options) => {
+  const codeWraps = Boolean(options && options.codeWraps), root = (options && options.root) || document;
   const problems = [];
+  const shown = element => element.offsetParent !== null;  // not on a deck's other slides
   const images = [...root.querySelectorAll("img")];
   await Promise.all(images.map(img => img.complete ? null
     : new Promise(done => { img.addEventListener("load", done); img.addEventListener("error", done); })));
@@ -52,14 +60,39 @@ READING_PROBLEMS_JS = """async (root) => {
   for (const cell of root.querySelectorAll("div.cell, .jp-CodeCell"))
     if (cell.innerText.includes("NBVAL")) problems.push(`NBVAL shows: ${cell.innerText.slice(0, 70)}`);
   for (const box of root.querySelectorAll('mjx-container[display="true"]')) {
-    if (box.offsetParent === null) continue;  // not shown (a deck's other slides)
+    if (!shown(box)) continue;
     const column = box.parentElement.clientWidth, text = box.textContent.slice(0, 60);
     if (box.scrollWidth > box.clientWidth + 1 || box.offsetWidth > column + 1)
       problems.push(`equation ${box.scrollWidth}px wide in a ${column}px column: ${text}`);
   }
-  for (const pre of root.querySelectorAll("div.cell pre, .jp-Cell pre"))
-    if (pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 1)
-      problems.push(`code runs past its block's edge: ${pre.innerText.slice(0, 60)}`);
+  // A `$` left in the prose: a formula the markdown parser did not take for math (its text then reads as
+  // italic math up to the next `$`). Code, math and scripts may hold one.
+  const prose = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {acceptNode: node =>
+    node.parentElement.closest("code, pre, script, style, mjx-container, .math, .highlight, textarea")
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  for (let node = prose.nextNode(); node; node = prose.nextNode())
+    if (node.textContent.includes("$") && shown(node.parentElement))
+      problems.push(`a $ shows in the prose: ${node.textContent.trim().slice(0, 70)}`);
+  for (const pre of root.querySelectorAll("div.cell pre, .jp-Cell pre")) {
+    if (!shown(pre)) continue;
+    const text = pre.innerText.slice(0, 60), style = getComputedStyle(pre);
+    if (!codeWraps) {
+      const height = pre.scrollHeight, kept = pre.style.whiteSpace;
+      pre.style.whiteSpace = "pre";  // the block as it would be with every line kept whole
+      const unwrapped = pre.scrollHeight;
+      pre.style.whiteSpace = kept;
+      if (height > unwrapped + 1) problems.push(`a code line wraps to its block's left edge: ${text}`);
+    }
+    const scrolls = ["auto", "scroll"].includes(style.overflowX);
+    if (pre.scrollWidth > pre.clientWidth + 1 && !(scrolls && !codeWraps))
+      problems.push(`code runs past its block's edge: ${text}`);
+  }
+  for (const table of root.querySelectorAll("article table")) {
+    const column = table.closest("article").clientWidth, box = table.parentElement.clientWidth;
+    const width = Math.round(table.getBoundingClientRect().width), text = table.innerText.slice(0, 60);
+    if (shown(table) && (width > box + 1 || width > column + 1))
+      problems.push(`table ${width}px wide in a ${box}px box, its last columns cut off: ${text}`);
+  }
   return problems;
 }"""
 
@@ -75,7 +108,8 @@ DECK_READING_PROBLEMS_JS = (
     const {h, v} = Reveal.getIndices(slide);
     Reveal.slide(h, v);
     await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
-    for (const problem of await readingProblems(slide)) problems.push(`slide ${h}/${v}: ${problem}`);
+    for (const problem of await readingProblems({root: slide, codeWraps: true}))
+      problems.push(`slide ${h}/${v}: ${problem}`);
   }
   Reveal.slide(0, 0);
   return problems;
@@ -229,13 +263,37 @@ def test_the_landing_page_says_how_to_run_the_course_and_lists_every_chapter(sit
     visit = Visit(browser, base + "book/", "index.html")  # the book's root, which sends the reader on
     page = visit.page
     page.wait_for_url("**/book/book/index.html", timeout=LOAD_TIMEOUT_MS)
-    assert "make lab" in page.locator("main").inner_text()
+    text = page.locator("main").inner_text()
+    assert "make lab" in text and re.search(r"[Cc]lone the course.s repository", text)
+    commands = "\n".join(page.locator("main pre").all_inner_texts())
+    assert commands.startswith("cd attn-course\nmake lab"), commands
+    assert not re.search(r"<[^<>\n]+>", commands), f"a placeholder to fill in: {commands}"
     links = page.locator("nav.bd-docs-nav a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     for name in CHAPTERS:
         assert any(link.endswith(f"notebooks/{name}.html") for link in links), f"{name} missing from the TOC"
     for name in EXERCISES:
         assert any(link.endswith(f"exercises/{name}.html") for link in links), f"{name} missing from the TOC"
     visit.finish("landing.png")
+
+
+# The Nadaraya–Watson formula, written inside a paragraph in chapter 1 and exercise ch1.q3 (MathJax's text).
+NADARAYA_WATSON = "α(x,xi)=exp\u2061(−(x−xi)2/2σ2)∑jexp\u2061(−(x−xj)2/2σ2)"
+
+
+@pytest.mark.parametrize("page", ["notebooks/01_masked_softmax.html", "exercises/ex01_masked_softmax.html"])
+def test_an_equation_displayed_inside_a_paragraph_is_typeset_whole_and_the_text_after_it_stays_text(
+    site, browser, page
+):
+    visit = Visit(browser, site.base + "book/", page)
+    visit.typeset()
+    visit.read()  # among its problems: a `$` left in the prose
+    displayed = visit.page.locator('mjx-container[display="true"]').all_text_contents()
+    assert any(NADARAYA_WATSON in text for text in displayed), displayed[:3]
+    if page.startswith("notebooks/"):
+        prose = visit.page.locator("article").inner_text()
+        assert "Our data: 50 noisy samples of a smooth function on" in prose
+    visit.page.locator('mjx-container[display="true"]').first.scroll_into_view_if_needed()
+    visit.finish(f"nadaraya_watson_{page.split('/')[0]}.png")
 
 
 def test_the_search_finds_a_chapter(site, browser):
@@ -348,7 +406,9 @@ def fixture_site(tmp_path_factory):
     thread.join()
 
 
-def test_a_too_wide_equation_is_scaled_to_its_column_and_a_figure_loads_in_the_book(fixture_site, browser):
+def test_in_the_book_a_wide_equation_is_scaled_a_long_code_line_scrolls_and_a_figure_loads(
+    fixture_site, browser
+):
     visit = Visit(browser, fixture_site + "book/", "notebooks/01_fixture.html")
     visit.typeset()
     visit.read()
@@ -357,7 +417,10 @@ def test_a_too_wide_equation_is_scaled_to_its_column_and_a_figure_loads_in_the_b
     assert scale and 60 <= float(scale.rstrip("%")) < 100, f"the equation was not scaled to fit: {scale!r}"
     figure = visit.page.locator("img[src$='fixture_diagram.svg']")
     assert figure.evaluate("img => img.naturalWidth") > 0
-    assert "weight_29" in visit.page.locator("div.cell").nth(2).inner_text()  # the long line, shown in full
+    long_line = visit.page.locator("div.cell").nth(2).locator("div.cell_input pre")
+    assert "weight_29" in long_line.inner_text()  # the long line, whole and on one line (visit.read)
+    scrolls = "pre => pre.scrollWidth > pre.clientWidth && getComputedStyle(pre).overflowX === 'auto'"
+    assert long_line.evaluate(scrolls), "the long line should scroll inside its block"
     equation.scroll_into_view_if_needed()
     visit.finish("fixture_book.png")
 
