@@ -8,7 +8,8 @@ apart do tanh and ReLU scores end up? Every comparison is paired: same seed, dat
 
 `python -m attn_course_tools.studies diagnosis --out attn_course/course/results/diagnosis_seeds.json` trains,
 for seeds 0-4, the tanh model with each attention dropout of `DROPOUTS` and the ReLU model without, and
-writes one row per model.
+writes one row per model. The chapter asks the rows its QUESTIONS: each change against the plain model of
+the same seed (`paired`), read with chapter 9's test (`compare`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 from attn_course.course import RESULTS, chapters
 from attn_course.course.chapters import DataConfig
 from attn_course.data.tasks import Batch, Example, TaskData, make_batch
+from attn_course.measure import significance
 from attn_course.measure.diagnostics import attention_concentration, diagnose, score_range
 from attn_course.measure.metrics import attention_to_links, corpus_alignment_error_rate, corpus_bleu
 from attn_course.models.decoders import BahdanauDecoder
@@ -48,6 +50,15 @@ RESULTS_FILE = RESULTS / "diagnosis_seeds.json"
 #: noun decides (le, la, les, l'), and the subject pronouns.
 FUNCTION_WORDS = frozenset({"le", "la", "les", "l'", "un", "une", "des", "il", "elle", "ils", "elles", "je",
                             "j'", "nous", "vous", "tu"})
+#: What the chapter compares between a changed model and the plain one (tanh, no attention dropout).
+MEASURES = {"bleu": "BLEU", "entropy": "normalised entropy", "score_range_mean": "score range"}
+#: The chapter's questions of the study, (score_activation, attention_dropout, measure): the ReLU score
+#: (section 6) and each attention dropout (section 8) against the plain model, on each of MEASURES.
+QUESTIONS: tuple[tuple[str, float, str], ...] = tuple(
+    (activation, dropout, measure)
+    for activation, dropout in [("relu", 0.0)] + [("tanh", p) for p in DROPOUTS if p > 0]
+    for measure in MEASURES
+)
 
 
 def chapter_data() -> TaskData:
@@ -145,3 +156,24 @@ def load_results(path: str | Path = RESULTS_FILE) -> dict[tuple[int, str, float]
     """The study's rows by (seed, score_activation, attention_dropout)."""
     rows = json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
     return {(row["seed"], row["score_activation"], row["attention_dropout"]): row for row in rows}
+
+
+def paired(rows: dict[tuple[int, str, float], dict[str, Any]], measure: str, score_activation: str,
+           attention_dropout: float) -> list[float]:
+    """Seed by seed, in seed order: `measure` of the model (score_activation, attention_dropout) minus that
+    of the plain model (tanh, no attention dropout) of the same seed; `rows` as `load_results` gives them."""
+    seeds = sorted({seed for seed, _, _ in rows})
+    missing = [seed for seed in seeds if (seed, score_activation, attention_dropout) not in rows
+               or (seed, "tanh", 0.0) not in rows]
+    if missing:
+        raise ValueError(f"rows hold no pair ({score_activation!r}, {attention_dropout}) and ('tanh', 0.0) "
+                         f"for seeds {missing}; expected one for every seed of {seeds}")
+    return [rows[seed, score_activation, attention_dropout][measure] - rows[seed, "tanh", 0.0][measure]
+            for seed in seeds]
+
+
+def compare(rows: dict[tuple[int, str, float], dict[str, Any]], measure: str, score_activation: str,
+            attention_dropout: float, questions: int = len(QUESTIONS)) -> significance.Comparison:
+    """`paired` read as one of `questions` the chapter asks of its study (`significance.compare`)."""
+    differences = paired(rows, measure, score_activation, attention_dropout)
+    return significance.compare(differences, questions=questions)

@@ -8,12 +8,13 @@
 
 The chapter trains a few variants with the course seed; `python -m attn_course_tools.studies dynamics --out
 attn_course/course/results/dynamics_seeds.json` trains every variant of STUDY with each of several seeds
-(`study_run`), so that the chapter can compare each variant with its baseline seed by seed (`paired`).
+(`study_run`), so that the chapter can compare each variant with its baseline seed by seed (`paired`), and
+answer its QUESTIONS: does each change move the measure it targets (TARGETS), and BLEU (`compare`)?
 """
 
 from __future__ import annotations
 
-import math
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import fields, replace
@@ -24,6 +25,7 @@ import torch
 from attn_course.course import chapters
 from attn_course.course.chapters import DataConfig, Recipe
 from attn_course.data.tasks import TaskData, make_batch
+from attn_course.measure import significance
 from attn_course.measure.diagnostics import mean_entropy
 from attn_course.measure.evaluation import accuracy_by_position, translations
 from attn_course.measure.metrics import corpus_bleu
@@ -77,6 +79,29 @@ BASELINES: dict[str, str] = {
     name: "lr 0.02" if name.startswith("lr 0.02,") else "teacher forcing"
     for name in STUDY if name not in ("teacher forcing", "lr 0.02")
 }
+#: What the study measures in every run, in the chapter's words.
+MEASURES: dict[str, str] = {
+    "bleu": "test BLEU", "gap": "exposure gap", "entropy": "attention entropy",
+    "early_rise": "largest early rise of the loss", "train_loss": "final training loss",
+}
+#: The measure each change is meant to move, named from what its section says the change is for (the chapter
+#: states them before it reads any difference): scheduled sampling the exposure gap it sets out to close
+#: (sec. 2-3); clipping, which shortens the late steps, and initialisation where training ends (sec. 4, 7);
+#: warm-up the early rises of the loss (sec. 5); the temperature how spread out the attention is (sec. 6).
+TARGETS: dict[str, str] = {
+    **{name: "gap" for name in BASELINES if name.startswith("scheduled sampling")},
+    "no clipping": "train_loss",
+    "attention temperature 0.25": "entropy",
+    "attention temperature 4": "entropy",
+    "Xavier initialisation": "train_loss",
+    "orthogonal initialisation": "train_loss",
+    "lr 0.02, linear warm-up": "early_rise",
+    "lr 0.02, Noam schedule": "early_rise",
+}
+#: The chapter's questions of the study, (variant, measure): each change's target, and BLEU, what we want in
+#: the end, for every change. Every other (variant, measure) is there to explore, not to conclude from.
+QUESTIONS: tuple[tuple[str, str], ...] = tuple((name, measure) for name, target in TARGETS.items()
+                                               for measure in (target, "bleu"))
 
 
 def task_data() -> TaskData:
@@ -168,13 +193,16 @@ def paired(runs: Sequence[dict[str, Any]], variant: str, metric: str) -> dict[in
             if (variant, seed) in values and (baseline, seed) in values}
 
 
-def sign_test(differences: Sequence[float]) -> float:
-    """Two-sided sign test: the probability, if each nonzero difference were a fair coin's sign, of a split
-    at least as uneven as the one seen (1.0 when there is no nonzero difference)."""
-    signs = [d > 0 for d in differences if d != 0]
-    n, above = len(signs), sum(signs)
-    if n == 0:
-        return 1.0
-    extreme = min(above, n - above)
-    tail = sum(math.comb(n, k) for k in range(extreme + 1)) / 2**n
-    return min(1.0, 2 * tail)
+def compare(runs: Sequence[dict[str, Any]], variant: str, metric: str, questions: int = len(QUESTIONS)
+            ) -> significance.Comparison:
+    """`variant` against its baseline on `metric`, seed by seed (`paired`), read as one of `questions` the
+    study is asked (`significance.compare`: the mean difference, its interval, the directions)."""
+    return significance.compare(list(paired(runs, variant, metric).values()), questions=questions)
+
+
+def seed_spread(runs: Sequence[dict[str, Any]], variant: str, metric: str) -> float:
+    """How far apart the seeds of one variant land on `metric`: the standard deviation over its runs."""
+    values = [r[metric] for r in runs if r["variant"] == variant]
+    if len(values) < 2:
+        raise ValueError(f"variant={variant!r} has {len(values)} runs, expected 2 or more")
+    return statistics.stdev(values)

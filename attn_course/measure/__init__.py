@@ -1,3 +1,4 @@
 """Measuring a model: BLEU and the alignment metrics, evaluation passes over a test set,
-and the diagnostics of attention weights (entropy, crossings).
+the diagnostics of attention weights (entropy, crossings), and whether a difference over seeds is real
+(significance).
 """

@@ -77,7 +77,7 @@ def mode() -> str:
 def _unjailed(why: str) -> JailStatus:
     return JailStatus(
         False,
-        f"WARNING: submissions ran WITHOUT the operating-system jail ({why}). Each still ran in its own "
+        f"WARNING: submissions are graded WITHOUT the operating-system jail ({why}). Each runs in its own "
         "limited process, but its code could read what this user can read, reach the network and leave "
         "processes behind. Install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap) and grade "
         "again; docs/instructors.md says what the jail stops.",

@@ -129,9 +129,7 @@ def grade(
     """Grade every submission, write the gradebook to `out`, its notes for the instructor beside it
     (`gradebook.notes_path`), one Markdown file per student, and next to `out` the class report
     (`attn_course_tools.grading.report`), the similarity report (`attn_course_tools.grading.similarity`)
-    and the integrity report (`attn_course_tools.grading.integrity`: how the submissions ran, each
-    student's similarity flags with their evidence, and every exercise scored 0 for reaching for the
-    course's answers).
+    and the integrity report (`attn_course_tools.grading.integrity`).
 
     feedback: the folder for the feedback files (default: next to `out`, named after it, e.g.
     grades_feedback/). chapters: the exercises to grade (default: each notebook is graded on the chapters
@@ -150,7 +148,6 @@ def grade(
     alone, from `paths`, in the gradebook at `out` (see the module). canvas_column: Canvas's total column.
     """
     _check_arguments(hidden, format, only, replace)
-    jail.status()  # JailError now, before anything is graded, where the jail is required and missing
     marking, out = marking or Marking(), Path(out)
     with gradebook_lock(out):
         plan = _plan(
@@ -172,7 +169,9 @@ def grade(
 def _check_arguments(
     hidden: Mapping[str, Any] | None, format: str, only: Sequence[str], replace: bool
 ) -> None:
-    """ValueError naming the argument of `grade` that is wrong."""
+    """ValueError naming the argument of `grade` that is wrong; JailError where the jail is required
+    (ATTN_COURSE_JAIL=require) and does not work: both before anything is graded."""
+    jail.status()
     if hidden is not None:
         check_hidden(hidden)
     if format not in FORMATS:

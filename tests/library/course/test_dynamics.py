@@ -440,7 +440,7 @@ def test_paired_differences_match_each_seed_with_its_own_baseline():
 
 
 def test_the_sign_test_is_the_two_sided_binomial_tail():
-    from attn_course.course.dynamics import sign_test
+    from attn_course.measure.significance import sign_test
 
     assert sign_test([1.0] * 10) == pytest.approx(2 / 2**10)
     assert sign_test([-1.0] * 10) == pytest.approx(2 / 2**10)
