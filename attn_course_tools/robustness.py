@@ -68,8 +68,9 @@ class Setting:
     device: str = "cpu"
 
     def environment(self, artifacts: Path) -> dict[str, str]:
-        """The kernel's environment: this process's, with the setting's variables."""
-        env = dict(os.environ)
+        """The kernel's environment: this process's, with the setting's variables, and without chapter 12's
+        choice of another pair file (the claims are measured on the shipped sample)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("ATTN_COURSE_PAIRS", "ATTN_COURSE_NUM_PAIRS")}
         env.update(
             {
                 SEED_VARIABLE: str(self.seed),

@@ -5,6 +5,7 @@
     model, record = load_or_train("bahdanau", data, CHAPTER_RECIPE, seed=0,
                                   path=runtime.artifacts_dir() / "ch04_bahdanau.pt")
     job = BackgroundTraining("no attention", data, CHAPTER_RECIPE, seed=0, path=...)   # a second process
+    data = real_data(tatoeba.pair_file().read())                 # the real-data chapter: Tatoeba pairs
 
 Three configs, one per thing configured: `DataConfig` (the corpus), `Recipe` (the sizes every variant
 shares and their `attn_course.training.loop.TrainConfig`) and, built from both and a variant's name,
@@ -12,7 +13,9 @@ shares and their `attn_course.training.loop.TrainConfig`) and, built from both a
 a recipe to a trained model: `train_variant` seeds, builds the variant and hands it to `fit`, which batches
 the data as the TrainConfig says and calls `attn_course.training.loop.train` with that TrainConfig whole.
 Chapters 9 and 10 build their own models and call `fit` too. A checkpoint is reused only when it was saved
-for the same variant, recipe, seed and data; any chapter retrains when it is missing.
+for the same variant, recipe, seed and data; any chapter retrains when it is missing. Chapter 12 (real
+sentences, any pair file) draws its data with `real_data`, keeps its models at `real_model_path`, picks its
+heatmaps' sentences with `showcase` and reads how its figures spread over seeds with `measured_spread`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import statistics
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -29,6 +33,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from attn_course.course import claims
 from attn_course.data.tasks import (
     Example,
     TaskData,
@@ -39,7 +44,7 @@ from attn_course.data.tasks import (
 )
 from attn_course.models.seq2seq import ModelConfig, Seq2Seq
 from attn_course.training.loop import History, TrainConfig, load_checkpoint, save_checkpoint, train
-from attn_course.training.runtime import get_device, seed_everything
+from attn_course.training.runtime import artifact_path, get_device, seed_everything
 from attn_course.validation import check_positive_int
 
 TASKS = ("translation", "reversal")
@@ -251,6 +256,74 @@ def real_data(examples: Sequence[Example], *, num_pairs: int = REAL_PAIRS, seed:
     return pairs_data(sample_pairs(examples, num_pairs, seed=seed), min_freq=2, seed=seed)
 
 
+#: The English sentences whose heatmaps the real-data chapter draws when they are in its test set: those of
+#: the shipped sample, where French moves the adjective after its noun.
+SHOWCASE = ("i love french movies .", "i don't care for green tea .")
+#: The source lengths (tokens, first and last) from which `showcase` picks sentences of its own: long enough
+#: for words to change places, short enough for a heatmap to read.
+SHOWCASE_LENGTHS = (5, 10)
+
+
+def showcase(test: Sequence[Example], crossings: Sequence[int], *, wanted: Sequence[str] = SHOWCASE,
+             count: int = 2, lengths: tuple[int, int] = SHOWCASE_LENGTHS) -> list[Example]:
+    """The test sentences the real-data chapter draws attention heatmaps for: min(count, len(test)) of them.
+
+    First those whose source (tokens joined by spaces) is in `wanted`, in test order; when fewer than
+    `count` are (another pair file, another draw), the rest are the test sentences whose alignment crosses
+    most, crossings[i] being that of test[i] (`attn_course.measure.diagnostics.alignment_crossings`):
+    among those of lengths[0]..lengths[1] source tokens first, the earliest first among equals.
+    """
+    check_positive_int("count", count)
+    if len(crossings) != len(test):
+        raise ValueError(f"crossings has {len(crossings)} entries, expected one per test sentence = "
+                         f"{len(test)}")
+    chosen = [i for i, example in enumerate(test) if " ".join(example.src) in wanted][:count]
+    low, high = lengths
+    others = sorted((i for i in range(len(test)) if i not in chosen),
+                    key=lambda i: (not low <= len(test[i].src) <= high, -crossings[i], i))
+    return [test[i] for i in chosen + others[:count - len(chosen)]]
+
+
+def other_translation(test: Sequence[Example], references: Sequence[Sequence[list[str]]]
+                      ) -> tuple[int, list[str]] | None:
+    """A test sentence with another accepted translation than its own, to show why BLEU takes them all:
+    (i, the first of references[i] other than test[i].tgt). The first sentence with 3 or more translations
+    whose own has 5 or more tokens, else the first with 2 or more; the other translation has 4 or more
+    tokens, so that it holds 4-grams. None when no test sentence has such a second translation."""
+    for fewest, shortest in ((3, 5), (2, 1)):
+        for i, example in enumerate(test):
+            if len(references[i]) >= fewest and len(example.tgt) >= shortest:
+                other = next((r for r in references[i] if r != example.tgt and len(r) >= 4), None)
+                if other is not None:
+                    return i, other
+    return None
+
+
+class Spread(NamedTuple):
+    """A measured figure over the trainings `make robustness` recorded: lowest, highest, mean, standard
+    deviation, and over how many trainings and distinct seeds."""
+
+    low: float
+    high: float
+    mean: float
+    sd: float
+    trainings: int
+    seeds: int
+
+
+def measured_spread(key: str) -> Spread:
+    """How claim `key` ("ch12.attention_gain", ...) spread over the trainings recorded in
+    attn_course/course/results/robustness.json (`attn_course.course.claims.by_seed`): seeds and machines,
+    on the data its chapter ships. Raises KeyError for an unknown claim or one fewer than 2 trainings
+    recorded."""
+    seeds = claims.by_seed(key)
+    values = [value for per_seed in seeds.values() for value in per_seed]
+    if len(values) < 2:
+        raise KeyError(f"claim {key!r} was recorded by {len(values)} trainings, expected 2 or more")
+    return Spread(min(values), max(values), statistics.mean(values), statistics.stdev(values), len(values),
+                  len(seeds))
+
+
 # ------------------------------------------------------------------------------------------------ cache
 def data_fingerprint(data: TaskData) -> str:
     """A short hash of the splits and vocabularies: equal fingerprints mean the same data."""
@@ -262,6 +335,15 @@ def data_fingerprint(data: TaskData) -> str:
     for vocab in (data.src_vocab, data.tgt_vocab):
         digest.update(json.dumps(vocab.idx_to_token).encode())
     return digest.hexdigest()[:16]
+
+
+def real_model_path(name: str, pairs: str, data: TaskData, recipe: Recipe, seed: int) -> Path:
+    """Where the real-data chapter keeps variant `name` trained on `data`, drawn from the pair file whose
+    content hashes to `pairs` (`attn_course.data.tatoeba.PairFile.digest`), with `recipe` and `seed`: a file
+    of the artifacts folder named for all of them (`attn_course.training.runtime.artifact_path`), so that
+    runs on other files or settings never overwrite each other's models."""
+    return artifact_path(f"ch12_{name.replace(' ', '_')}", pairs=pairs, data=data_fingerprint(data),
+                         recipe=recipe, seed=seed)
 
 
 def _settings(name: str, data: TaskData, recipe: Recipe, seed: int) -> dict[str, Any]:

@@ -15,6 +15,9 @@ with a margin; the range a chapter prints is the one measured there, so a learne
 a broken one. The bar itself stays out of the sentence: it is the course's test, not part of the lesson (the
 appendix chapter, "How this course checks itself", explains it).
 
+A claim is about the data its chapter ships: chapter 12, run on another pair file, passes compare=False and
+prints what it measured without a range or an assert.
+
 `make robustness` reads the values back through a log: when the environment names a file in
 `ATTN_COURSE_CLAIMS_LOG`, `check` appends one JSON line {"key": ..., "value": ...} to it.
 """
@@ -276,6 +279,21 @@ def measured(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[str, Any] 
     return results.get("claims", {}).get(key)
 
 
+def by_seed(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> dict[int, list[float]]:
+    """Every value `make robustness` recorded for claim `key`, grouped by model seed: {seed: [values]}, seeds
+    in increasing order, each seed's values over the machines and settings it ran under.
+
+    A chapter weighs a difference against the spread between seeds with it. Raises KeyError for an unknown
+    claim, FileNotFoundError or ValueError as `measurements`."""
+    if key not in CLAIMS:
+        raise KeyError(f"claim {key!r} is unknown; the claims are {sorted(CLAIMS)}")
+    values: dict[int, list[float]] = {}
+    for run in measurements(path)["runs"]:
+        if key in run.get("claims", {}):
+            values.setdefault(run["seed"], []).append(float(run["claims"][key]))
+    return dict(sorted(values.items()))
+
+
 def expected(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> str:
     """Where other seeds and machines land for claim `key` ("other seeds and machines: 92.1 to 96.5"), or ""
     when it has not been measured."""
@@ -288,15 +306,20 @@ def expected(key: str, path: str | Path = ROBUSTNESS_RESULTS) -> str:
     return f"other seeds and machines: {low} to {high}"
 
 
-def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS) -> str:
+def check(key: str, value: float, path: str | Path = ROBUSTNESS_RESULTS, *, compare: bool = True) -> str:
     """Assert that claim `key` holds for `value`; return the sentence a chapter prints (see the module doc).
 
-    Raises KeyError for an unknown claim, AssertionError when the value misses its bar (NaN always does).
+    compare: False when `value` comes from data the claim was not measured on (chapter 12 on a learner's
+    own pair file): then the sentence says only what was measured, with no range, nothing is asserted and
+    nothing is logged. Raises KeyError for an unknown claim, AssertionError when a compared value misses its
+    bar (NaN always does).
     """
     if key not in CLAIMS:
         raise KeyError(f"claim {key!r} is unknown; the claims are {sorted(CLAIMS)}")
     claim = CLAIMS[key]
     value = float(value)
+    if not compare:
+        return f"{claim.text}: {_format(value)}"
     _log(key, value)
     spread = expected(key, path)
     sentence = f"{claim.text}: {_format(value)}" + (f" ({spread})" if spread else "")

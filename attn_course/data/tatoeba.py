@@ -3,6 +3,7 @@
     examples = load_sample()                          # 76,037 English-French pairs shipped with the course
     examples = read_pairs("spa-eng.zip")              # any manythings.org/anki archive, as downloaded
     examples = read_pairs(fetch("fra-eng"))           # the full English-French corpus, downloaded once
+    pairs = pair_file("spa-eng.zip")                  # its language ("Spanish"), a hash of it; pairs.read()
     data = chapters.pairs_data(examples, min_freq=2)  # splits and vocabularies
     bleu = metrics.multi_reference_bleu(hypotheses, reference_sets(data.test))
 
@@ -31,6 +32,7 @@ import uuid
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import BinaryIO
@@ -244,6 +246,100 @@ def load_fra_eng(path: str | Path | None = None, *, num_pairs: int | None = None
             f"load_fra_eng (`fetch` downloads it where a network is reachable)."
         )
     return read_pairs(path, num_pairs=num_pairs, tokenizer=lambda text: preprocess_fra_eng(text).split())
+
+
+# ------------------------------------------------------------------------------------------------ pair files
+#: The languages of manythings.org's pair files by the ISO 639-3 code their names start with ("spa-eng.zip",
+#: "spa.txt"); `language_of` reads a file's name with it.
+LANGUAGES = {
+    "afr": "Afrikaans", "ang": "Old English", "ara": "Arabic", "arq": "Algerian Arabic",
+    "ary": "Moroccan Arabic", "arz": "Egyptian Arabic", "ast": "Asturian", "avk": "Kotava",
+    "aze": "Azerbaijani", "bel": "Belarusian", "ben": "Bengali", "ber": "Berber", "bos": "Bosnian",
+    "bre": "Breton", "bul": "Bulgarian", "cat": "Catalan", "cbk": "Chavacano", "ceb": "Cebuano",
+    "ces": "Czech", "cha": "Chamorro", "chv": "Chuvash", "cmn": "Mandarin Chinese", "cor": "Cornish",
+    "csb": "Kashubian", "cym": "Welsh", "dan": "Danish", "deu": "German", "dsb": "Lower Sorbian",
+    "dtp": "Central Dusun", "ell": "Greek", "epo": "Esperanto", "est": "Estonian", "eus": "Basque",
+    "fao": "Faroese", "fin": "Finnish", "fra": "French", "fry": "Frisian", "gla": "Scottish Gaelic",
+    "gle": "Irish", "glg": "Galician", "gos": "Gronings", "gsw": "Swiss German", "heb": "Hebrew",
+    "hin": "Hindi", "hrv": "Croatian", "hrx": "Hunsrik", "hsb": "Upper Sorbian", "hun": "Hungarian",
+    "hye": "Armenian", "ido": "Ido", "ile": "Interlingue", "ina": "Interlingua", "ind": "Indonesian",
+    "isl": "Icelandic", "ita": "Italian", "jav": "Javanese", "jbo": "Lojban", "jpn": "Japanese",
+    "kab": "Kabyle", "kat": "Georgian", "kaz": "Kazakh", "kha": "Khasi", "khm": "Khmer", "kor": "Korean",
+    "kur": "Kurdish", "kzj": "Coastal Kadazan", "lat": "Latin", "lfn": "Lingua Franca Nova",
+    "lit": "Lithuanian", "lvs": "Latvian", "mal": "Malayalam", "mar": "Marathi", "mhr": "Meadow Mari",
+    "mkd": "Macedonian", "mon": "Mongolian", "nds": "Low German", "nld": "Dutch", "nno": "Norwegian Nynorsk",
+    "nob": "Norwegian Bokmål", "oci": "Occitan", "orv": "Old East Slavic", "pam": "Kapampangan",
+    "pes": "Persian", "pol": "Polish", "por": "Portuguese", "ron": "Romanian", "rus": "Russian",
+    "slk": "Slovak", "slv": "Slovenian", "spa": "Spanish", "sqi": "Albanian", "srp": "Serbian",
+    "swc": "Congo Swahili", "swe": "Swedish", "swh": "Swahili", "tam": "Tamil", "tat": "Tatar",
+    "tgl": "Tagalog", "tha": "Thai", "tlh": "Klingon", "tok": "Toki Pona", "tur": "Turkish", "uig": "Uyghur",
+    "ukr": "Ukrainian", "urd": "Urdu", "uzb": "Uzbek", "vie": "Vietnamese", "wuu": "Shanghainese",
+    "yid": "Yiddish", "yue": "Cantonese", "zsm": "Malay",
+}
+#: The name `pair_file` gives a language that neither its argument nor the file's name says.
+UNNAMED_LANGUAGE = "target-language"
+_CODE = re.compile(r"([a-z]{3})(?:-eng)?(?:[-.]|$)")
+
+
+def language_of(path: str | Path) -> str | None:
+    """The name of a pair file's other language, read from the ISO 639-3 code its file name starts with
+    ("spa-eng.zip", "spa.txt" -> "Spanish"; `LANGUAGES`), or that of its folder ("deu-eng/pairs.txt" ->
+    "German"), or, for a .zip, that of the pair file inside; None when none of them names one."""
+    path = Path(path)
+    names = [path.name, path.parent.name]
+    if path.suffix == ".zip" and path.is_file():
+        with zipfile.ZipFile(path) as archive:
+            names.append(Path(_pair_member(archive, path).filename).name)
+    for name in names:
+        found = _CODE.match(name.lower())
+        if found and found[1] in LANGUAGES:
+            return LANGUAGES[found[1]]
+    return None
+
+
+@dataclass(frozen=True)
+class PairFile:
+    """A pair file to train on: where it is, the name of its other language, and a hash of its bytes.
+
+    digest: the first 16 hex digits of the SHA-256 of the file as it is on disk, so that two files with the
+    same content have the same digest whatever their names (models trained on a file are kept under it).
+    """
+
+    path: Path
+    language: str
+    digest: str
+
+    @property
+    def shipped(self) -> bool:
+        """Whether this is the sample shipped with the course (the same bytes), the data on which the course
+        measured its figures over seeds and machines."""
+        return self.digest == _digest_of(sample_path())
+
+    def read(self, num_pairs: int | None = None) -> list[Example]:
+        """The file's pairs, read by `read_pairs` with `tokenize` (the first num_pairs of them)."""
+        return read_pairs(self.path, num_pairs=num_pairs)
+
+
+def pair_file(path: str | Path | None = None, *, language: str | None = None) -> PairFile:
+    """The pair file at `path` (.txt, .txt.xz or .zip as downloaded; None: the shipped English-French
+    sample), its other language named `language` if given, else by `language_of` its file name, else
+    UNNAMED_LANGUAGE. Raises FileNotFoundError for a missing file, as `read_pairs` does."""
+    path = sample_path() if path is None else Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: pair_file needs a pair file (.txt, .txt.xz or "
+                                ".zip); pair_file() with no path is the shipped English-French sample")
+    if language is not None and not (isinstance(language, str) and language.strip()):
+        raise ValueError(f"language={language!r}, expected a language's name such as 'Spanish', or None")
+    name = language or language_of(path) or UNNAMED_LANGUAGE
+    return PairFile(path, name, _digest_of(path))
+
+
+def _digest_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------------------------ fetch

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -77,6 +81,30 @@ def artifacts_dir() -> Path:
         return Path(value)
     cache = os.environ.get("XDG_CACHE_HOME")
     return (Path(cache) if cache else Path.home() / ".cache") / "attn-course"
+
+
+def artifact_path(stem: str, suffix: str = ".pt", **key: Any) -> Path:
+    """Where a chapter keeps a model trained for `key`: artifacts_dir() / "{stem}-{hash of key}{suffix}".
+
+    key: what the model was trained on and how, as keyword arguments of JSON values or dataclasses (e.g.
+    pairs=the pair file's hash, recipe=the Recipe, seed=0). Models trained on other data or with other
+    settings get other files, so that no run overwrites the model another run trained and will load again.
+    Raises TypeError naming a key whose value is neither.
+    """
+    for name, value in key.items():
+        try:
+            json.dumps(value, default=_as_dict)
+        except TypeError:
+            raise TypeError(f"key {name}={value!r} is a {type(value).__name__}, expected JSON values (str, "
+                            "int, float, bool, None, lists, dicts) or a dataclass of them") from None
+    text = json.dumps(key, sort_keys=True, default=_as_dict)
+    return artifacts_dir() / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}{suffix}"
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(type(value).__name__)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_course.attention.lookup import nadaraya_watson
+from attn_course.attention.lookup import fit_width, nadaraya_watson, parametric_nadaraya_watson
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -93,3 +93,90 @@ def test_inputs_are_left_unchanged() -> None:
 def test_bad_input_is_refused_with_the_arguments_name(queries, keys, values, sigma, message) -> None:
     with pytest.raises(ValueError, match=message):
         nadaraya_watson(queries, keys, values, sigma)
+
+
+# ---------------------------------------------------- the width as a parameter (d2l's parametric pooling)
+def noisy_curve(seed: int, n: int = 50) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chapter 1's data: n noisy samples of 2 sin(x) + x^0.8 on [0, 5], sorted, from their own generator."""
+    gen = torch.Generator().manual_seed(seed)
+    x, _ = torch.sort(torch.rand(n, generator=gen) * 5)
+    return x, 2 * torch.sin(x) + x**0.8 + 0.5 * torch.randn(n, generator=gen)
+
+
+@pytest.mark.parametrize("w", [0.5, 2.0, -3.0])
+def test_the_parametric_kernel_with_w_is_the_fixed_kernel_with_sigma_one_over_w(w: float) -> None:
+    queries, keys, values = points(5, 4, 7)
+    expected = nadaraya_watson(queries, keys, values, 1 / abs(w))
+    torch.testing.assert_close(parametric_nadaraya_watson(queries, keys, values, w), expected)
+
+
+def test_leave_one_out_gives_each_key_no_weight_on_itself_and_renormalises_the_rest() -> None:
+    _, keys, values = points(6, 1, 5)
+    weights, predictions = parametric_nadaraya_watson(keys, keys, values, 1.5, leave_one_out=True)
+    assert (weights.diagonal() == 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(5, dtype=torch.float64))
+    full = parametric_nadaraya_watson(keys, keys, values, 1.5)[0]
+    full = full.masked_fill(torch.eye(5, dtype=torch.bool), 0)
+    torch.testing.assert_close(weights, full / full.sum(-1, keepdim=True))
+    torch.testing.assert_close(predictions, weights @ values)
+
+
+def test_the_weights_are_differentiable_in_w() -> None:
+    queries, keys, values = points(7, 3, 6)
+    w = torch.tensor(1.2, dtype=torch.float64, requires_grad=True)
+    parametric_nadaraya_watson(queries, keys, values, w)[1].sum().backward()
+    assert w.grad is not None and w.grad != 0
+
+
+def test_fit_width_lowers_its_loss_and_lands_at_the_leave_one_out_optimum() -> None:
+    keys, values = noisy_curve(0)
+    fit = fit_width(keys, values)
+    assert fit.losses[-1] < 0.6 * fit.losses[0] and len(fit.losses) == 200
+    grid = [0.05 + 0.005 * k for k in range(191)]  # the loss fit_width descends, by brute force over sigma
+    best = min(grid, key=lambda sigma: squared_error(keys, values, sigma, leave_one_out=True))
+    assert abs(fit.sigma - best) < 0.01 and fit.sigma == pytest.approx(1 / abs(fit.w))
+
+
+def squared_error(keys: torch.Tensor, values: torch.Tensor, sigma: float, *, leave_one_out: bool) -> float:
+    """fit_width's loss at width sigma: the summed squared error at the training inputs."""
+    predictions = parametric_nadaraya_watson(keys, keys, values, 1 / sigma, leave_one_out=leave_one_out)[1]
+    return float(((predictions - values) ** 2).sum())
+
+
+def test_without_leaving_one_out_the_training_loss_would_reward_the_narrowest_kernel() -> None:
+    keys, values = noisy_curve(1)
+    seen = [squared_error(keys, values, sigma, leave_one_out=False) for sigma in (0.01, 0.1, 0.3)]
+    assert seen == sorted(seen)  # each point sees its own noisy value: the narrower, the lower
+    left_out = [squared_error(keys, values, sigma, leave_one_out=True) for sigma in (0.01, 0.3)]
+    assert left_out[0] > left_out[1]  # left out, copying a neighbour's noise costs
+
+
+def test_fit_width_draws_no_random_numbers_and_leaves_its_inputs_alone() -> None:
+    keys, values = noisy_curve(2)
+    before, state = (keys.clone(), values.clone()), torch.random.get_rng_state()
+    first, second = fit_width(keys, values, steps=20), fit_width(keys, values, steps=20)
+    assert torch.equal(torch.random.get_rng_state(), state) and first == second
+    assert torch.equal(keys, before[0]) and torch.equal(values, before[1])
+
+
+def three() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.zeros(2), torch.zeros(3), torch.zeros(3)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: parametric_nadaraya_watson(*three(), 0.0), "w must be a finite number != 0"),
+        (lambda: parametric_nadaraya_watson(*three(), math.nan), "w must be a finite number"),
+        (lambda: parametric_nadaraya_watson(*three(), torch.ones(2)), r"w has shape \(2,\)"),
+        (lambda: parametric_nadaraya_watson(*three(), 1.0, leave_one_out=True), r"queries has shape \(2,\)"),
+        (lambda: fit_width(torch.zeros(1), torch.zeros(1)), r"keys has shape \(1,\)"),
+        (lambda: fit_width(torch.zeros(3), torch.zeros(3), lr=0.0), "lr must be a finite number > 0"),
+        (lambda: fit_width(torch.zeros(3), torch.zeros(3), steps=0), "steps"),
+        (lambda: fit_width(torch.zeros(3), torch.zeros(3), w=0.0), "w must be"),
+    ],
+)
+def test_bad_input_to_the_parametric_kernel_is_refused_with_the_arguments_name(call, message) -> None:
+    """three(): two queries and three keys; each call gets one argument wrong."""
+    with pytest.raises(ValueError, match=message):
+        call()
