@@ -15,6 +15,8 @@ inference `init_state`/`step` give the decoder the interface `attn_course.models
 re-runs the decoder on the prefix decoded so far (no key/value cache: simple, and cheap at course sizes).
 The attention a Seq2Seq-style caller sees is the last decoder layer's cross-attention, averaged over heads;
 `cross_attention` returns every layer and head, and `HeadView` shows one head to the attention explorer.
+`attention_maps` returns all three kinds of every layer and head: the encoder's self-attention, the
+decoder's causal self-attention and the cross-attention (the figures of d2l sec. 11.7).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from torch import Tensor, nn
 
 from attn_course.attention.multihead import MultiHeadAttention
 from attn_course.attention.positional import PositionalEncoding
+from attn_course.training.runtime import eval_mode
 from attn_course.validation import (
     check_int,
     check_positive_int,
@@ -246,6 +249,54 @@ class Transformer(nn.Module):
     def cross_attention(self, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor) -> Tensor:
         """Every cross-attention weight under teacher forcing: (num_layers, batch_size, num_heads, T, S)."""
         return self.decoder.run(tgt_in, self.encoder(src, src_valid_lens))[1]
+
+
+class AttentionMaps(NamedTuple):
+    """Every attention weight of a Transformer under teacher forcing, one tensor per kind:
+
+    encoder_self (num_layers, batch_size, num_heads, S, S): source position i (row) attending to j (column);
+    decoder_self (num_layers, batch_size, num_heads, T, T): causal, zero above the diagonal;
+    cross (num_layers, batch_size, num_heads, T, S): as `Transformer.cross_attention` returns it.
+    """
+
+    encoder_self: Tensor
+    decoder_self: Tensor
+    cross: Tensor
+
+
+@torch.no_grad()
+def attention_maps(model: Transformer, src: Tensor, src_valid_lens: Tensor, tgt_in: Tensor) -> AttentionMaps:
+    """Run `model` once with teacher forcing, in evaluation mode, and return its attention of every kind.
+
+    src (batch_size, S) long, src_valid_lens (batch_size,) long in [1, S], tgt_in (batch_size, T) long.
+    Returns `AttentionMaps` (weights before dropout, as `MultiHeadAttention` returns them); the model's
+    mode is restored afterwards. The weights are read by forward hooks on each `MultiHeadAttention`,
+    removed again even if the forward pass raises: the model keeps no trace of the call.
+    """
+    if not isinstance(model, Transformer):
+        raise ValueError(f"model is a {type(model).__name__}, expected a Transformer")
+    modules = {
+        "encoder_self": [block.attention for block in model.encoder.blocks],
+        "decoder_self": [block.self_attention for block in model.decoder.blocks],
+        "cross": [block.cross_attention for block in model.decoder.blocks],
+    }
+    found: dict[tuple[str, int], Tensor] = {}           # keyed by place, not by the order of calls
+
+    def keep(kind: str, layer: int):
+        def hook(module: nn.Module, inputs: tuple, output: tuple[Tensor, Tensor]) -> None:
+            found[kind, layer] = output[1]
+        return hook
+
+    handles = [module.register_forward_hook(keep(kind, layer))
+               for kind, layers in modules.items() for layer, module in enumerate(layers)]
+    try:
+        with eval_mode(model):
+            model(src, src_valid_lens, tgt_in)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return AttentionMaps(*(torch.stack([found[kind, layer] for layer in range(len(layers))])
+                           for kind, layers in modules.items()))
 
 
 def _select(weights: Tensor, layer: int, head: int | None) -> Tensor:
