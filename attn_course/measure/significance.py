@@ -22,8 +22,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from attn_course.validation import check_int, check_number
 
 
@@ -47,6 +45,8 @@ def counts(differences: Sequence[float]) -> tuple[int, int, int]:
 def sign_test(differences: Sequence[float]) -> float:
     """Two-sided sign test: the probability, if each nonzero difference were a fair coin's sign, of a split
     at least as uneven as the one seen. Ties count for neither side; 1.0 when every difference is 0."""
+    from scipy import stats  # here, not at the top: importing the chapters' studies stays light
+
     up, down, _ = counts(differences)
     if up + down == 0:
         return 1.0
@@ -69,6 +69,8 @@ def t_interval(differences: Sequence[float], level: float = 0.95) -> tuple[float
     mean = statistics.fmean(values)
     if statistics.stdev(values) == 0:
         return mean, mean, 1.0 if mean == 0 else 0.0
+    from scipy import stats
+
     result = stats.ttest_1samp(values, 0.0)
     interval = result.confidence_interval(level)
     return float(interval.low), float(interval.high), float(result.pvalue)
