@@ -437,13 +437,3 @@ def test_paired_differences_match_each_seed_with_its_own_baseline():
     assert dynamics.paired(runs, "lr 0.02, linear warm-up", "bleu") == {0: 1.5}
     with pytest.raises(ValueError, match="variant='teacher forcing' has no baseline"):
         dynamics.paired(runs, "teacher forcing", "bleu")
-
-
-def test_the_sign_test_is_the_two_sided_binomial_tail():
-    from attn_course.measure.significance import sign_test
-
-    assert sign_test([1.0] * 10) == pytest.approx(2 / 2**10)
-    assert sign_test([-1.0] * 10) == pytest.approx(2 / 2**10)
-    assert sign_test([1.0] * 9 + [-1.0]) == pytest.approx(2 * 11 / 2**10)
-    assert sign_test([1.0, -1.0] * 5) == 1.0 and sign_test([0.0, 0.0]) == 1.0
-    assert sign_test([1.0, 1.0, 0.0]) == pytest.approx(0.5)             # a tie counts for neither side
