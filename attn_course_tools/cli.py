@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import (
     FORMATS,
     Identities,

@@ -2,7 +2,7 @@
 
 In the jail (`attn_course_tools.grading.jail`) the checks' folder is empty, so that no learner code can open
 the model answers; the grader sends the checks' source on the server's stdin instead, as one JSON line
-{module name: [source, file path, is package]}, and `install` makes `import attn_course.checks...` compile
+{module name: [source, file path, is package]}, and `install` makes `import attn_course_exercises...` compile
 them from it. It lives outside `attn_course_tools.grading`, whose `__init__` imports the checks, and imports
 nothing of the course's.
 """

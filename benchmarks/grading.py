@@ -42,7 +42,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import Limits, grade
 from attn_course_tools.grading.batch import default_jobs
 from benchmarks.measure import machine_info
@@ -76,7 +76,7 @@ def _definitions(obj: Any, module: Any, seen: set[str]) -> list[Any]:
     found = []
     for name in sorted(_globals_used(obj) - seen):
         helper = vars(module).get(name)
-        if str(getattr(helper, "__module__", "")).startswith("attn_course.checks.") and (
+        if str(getattr(helper, "__module__", "")).startswith("attn_course_exercises.") and (
             inspect.isfunction(helper) or inspect.isclass(helper)
         ) and getattr(helper, "__name__", None) == name:
             seen.add(name)

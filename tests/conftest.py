@@ -77,7 +77,7 @@ class LearnersAnswers:
 
     def result(self, answer):
         """The check's verdict on `answer` (a CheckResult), computed once."""
-        from attn_course import checks
+        import attn_course_exercises as checks
 
         index = self.answers.index(answer)
         if index not in self._verdicts:
@@ -101,7 +101,7 @@ class LearnersAnswers:
 
     def assert_package_refused(self, key: str) -> None:
         """The package's own objects that `key` asks the learner to write are refused as answers, by name."""
-        from attn_course import checks
+        import attn_course_exercises as checks
 
         exercise = checks.EXERCISES[key]
         for dotted in exercise.package:
@@ -118,7 +118,7 @@ class LearnersAnswers:
 
     def unreached(self, key: str) -> list[str]:
         """The hints of `key`'s named mistakes that are the verdict on none of its wrong answers."""
-        from attn_course import checks
+        import attn_course_exercises as checks
 
         messages = [self.result(a).message for a in self.wrong if a.key == key]
         return [

@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 from typing import NamedTuple
 
-from attn_course import checks
+import attn_course_exercises as checks
 
 
 class Answer(NamedTuple):

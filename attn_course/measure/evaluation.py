@@ -31,9 +31,9 @@ from attn_course.measure.metrics import (
 )
 from attn_course.models.decoders import LuongDecoder, top_layer
 from attn_course.models.decoding import translate
+from attn_course.models.modes import eval_mode
 from attn_course.models.seq2seq import Seq2Seq
 from attn_course.training.loop import evaluate_loss, scheduled_sampling_logits
-from attn_course.training.runtime import eval_mode
 
 
 def _batches(examples: Sequence[Example], batch_size: int):

@@ -23,8 +23,8 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from attn_course.attention import fast
+from attn_course.models.modes import eval_mode
 from attn_course.models.seq2seq import Seq2Seq
-from attn_course.training.runtime import eval_mode
 from attn_course.validation import check_int, check_positive_int, check_tensor, check_tokens, check_valid_lens
 
 LENGTH_NORMS = ("power", "gnmt")

@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from attn_course.attention.multihead import MultiHeadAttention
 from attn_course.attention.positional import PositionalEncoding
-from attn_course.training.runtime import eval_mode
+from attn_course.models.modes import eval_mode
 from attn_course.validation import (
     check_int,
     check_positive_int,

@@ -27,8 +27,9 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
+from attn_course.models.modes import eval_mode
 from attn_course.models.seq2seq import ModelConfig, Seq2Seq
-from attn_course.training.runtime import eval_mode, get_device, seed_everything
+from attn_course.training.runtime import get_device, seed_everything
 from attn_course.validation import (
     check_floating,
     check_int,

@@ -7,8 +7,6 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,18 +103,3 @@ def _as_dict(value: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     raise TypeError(type(value).__name__)
-
-
-@contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
-    """Run a block with `model` in evaluation mode (dropout off), then restore the mode it had.
-
-    The mode is restored even when the block raises, so a failed decode in a notebook never leaves a model
-    training without dropout or evaluating with it.
-    """
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)

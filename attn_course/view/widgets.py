@@ -32,7 +32,7 @@ from attn_course.data.tasks import preprocess_fra_eng
 from attn_course.measure.diagnostics import Diagnosis, attention_entropy, diagnose
 from attn_course.measure.metrics import CONVENTIONS, alignment_error_rate, attention_to_links
 from attn_course.models.decoding import beam_search, greedy_decode
-from attn_course.training.runtime import eval_mode
+from attn_course.models.modes import eval_mode
 from attn_course.validation import check_int, check_number, check_positive_int
 from attn_course.view.plot import HIGHLIGHT_COLOR, figure_to_png, heatmap, heatmap_figure, new_figure
 

@@ -5,8 +5,8 @@ For each submission, this process (the grader) never runs a line of the learner'
 1. it reads the notebook as JSON and finds the exercise cells: a cell that starts with the marker
    ``# EXERCISE ch1.q2``, else one whose metadata says ``{"attn_course": {"exercise": "ch1.q2"}}``, else a
    code cell that defines the exercise's function or class at top level;
-2. it builds each exercise's cases with its own `attn_course.checks` (plus the instructor's hidden ones) and
-   writes their inputs to a job folder;
+2. it builds each exercise's cases with its own `attn_course_exercises` (plus the instructor's hidden
+   ones) and writes their inputs to a job folder;
 3. a fresh Python process -- the sandbox, with a memory cap, a file-size cap, a per-cell and a total
    timeout, inside bubblewrap's jail where it works (`jail`: no network, nothing of the machine but the
    system, Python and the course read-only, no model answer on disk) -- runs the chapter's imports, then
@@ -14,7 +14,7 @@ For each submission, this process (the grader) never runs a line of the learner'
    the inputs, and writes back plain data (tensors, numbers, strings) and a journal of its steps;
 4. the grader reads that data with ``torch.load(weights_only=True)`` and judges it with its own checks.
 
-So editing or deleting check cells, or monkeypatching ``attn_course.checks`` or torch inside the notebook,
+So editing or deleting check cells, or monkeypatching ``attn_course_exercises`` or torch inside the notebook,
 changes nothing: the checks that judge never share a process with the learner's code. A step that kills the
 sandbox (``os._exit``, a signal, a hang past its deadline) costs only its exercise: the grader notes why,
 starts a fresh sandbox without that step, and carries on. The submission files are only ever read.

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course.validation import check_positive_int
 from attn_course_tools.grading.cache import GradeCache
 from attn_course_tools.grading.judging import judge_submission

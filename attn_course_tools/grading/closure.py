@@ -21,10 +21,10 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from attn_course import checks
+import attn_course_exercises as checks
 
-#: The course's two packages: the learner's library and the instructor's tools.
-PACKAGES = ("attn_course", "attn_course_tools")
+#: The course's three packages: the learner's library, the exercises' checks and the instructor's tools.
+PACKAGES = ("attn_course", "attn_course_exercises", "attn_course_tools")
 
 #: What judges a submission: the grader's judging and batching, the sandbox, and the checks.
 JUDGE = (
@@ -32,7 +32,7 @@ JUDGE = (
     "attn_course_tools.grading.judging",
     "attn_course_tools.grading.sandbox_child",
     "attn_course_tools.sandbox_boot",  # the fork server's first import, named in its command line
-    "attn_course.checks",
+    "attn_course_exercises",
 )
 
 #: What grades a Gradescope upload: the judge and the Gradescope entry point with the writers it uses.
@@ -130,5 +130,5 @@ def grading_modules(entry: Iterable[str] = JUDGE, roots: Mapping[str, Path] | No
 
 def archive_name(name: str, path: Path) -> str:
     """Where module `name`'s file `path` lies under the folder that holds the packages:
-    "attn_course/checks/core.py", "attn_course/checks/__init__.py"."""
+    "attn_course_exercises/core.py", "attn_course_exercises/__init__.py"."""
     return "/".join(name.split(".")[: -1 if path.name != "__init__.py" else None] + [path.name])

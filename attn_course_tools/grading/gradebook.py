@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.lms import (
     CANVAS_IDENTITY,
     MOODLE_WORKSHEET,

@@ -41,7 +41,7 @@ from typing import Any
 import torch
 
 import attn_course
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import jail
 from attn_course_tools.grading.batch import Task, grade_many
 from attn_course_tools.grading.closure import GRADESCOPE, PACKAGES, archive_name, grading_modules

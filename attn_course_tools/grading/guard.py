@@ -40,11 +40,11 @@ from types import CodeType, FrameType
 from typing import Any
 
 import attn_course
+import attn_course_exercises as checks
 import attn_course_tools
-from attn_course import checks
 
 _PACKAGE = os.path.dirname(os.path.realpath(attn_course.__file__)) + os.sep
-_CHECKS = os.path.join(_PACKAGE, "checks") + os.sep
+_CHECKS = os.path.dirname(os.path.realpath(checks.__file__)) + os.sep
 #: The instructor's tools, the grader and this sandbox among them: never the learner's code.
 _TOOLS = os.path.dirname(os.path.realpath(attn_course_tools.__file__)) + os.sep
 #: The model answers as notebooks, where the course runs from its checkout (outside the jail's view).
@@ -120,8 +120,9 @@ def codes_of(obj: Any, depth: int = 0) -> list[CodeType]:
 
 def _course_only(codes: dict[CodeType, str]) -> dict[CodeType, str]:
     """The course's own code objects among `codes` (a torch decorator's wrapper is shared by many): those
-    of the learner's library, where the answers live."""
-    return {c: name for c, name in codes.items() if os.path.realpath(c.co_filename).startswith(_PACKAGE)}
+    of the learner's library and of the exercises' checks, where the answers live."""
+    course = (_PACKAGE, _CHECKS)
+    return {c: name for c, name in codes.items() if os.path.realpath(c.co_filename).startswith(course)}
 
 
 def checks_codes() -> dict[CodeType, str]:
@@ -131,7 +132,7 @@ def checks_codes() -> dict[CodeType, str]:
     code, say) are not among them."""
     found: dict[CodeType, str] = {}
     for name, module in list(sys.modules.items()):
-        if name.startswith("attn_course.checks.") and name.split(".")[-1] not in ("core", "inputs"):
+        if name.startswith("attn_course_exercises.") and name.split(".")[-1] not in ("core", "inputs"):
             for attr, value in vars(module).items():
                 if inspect.isfunction(value) and value.__module__ == name:
                     found[value.__code__] = f"{name}.{attr}"
@@ -171,7 +172,7 @@ def _kind(filename: str) -> str:
         return "package"
     if checks.is_learner_frame(filename):
         return "learner"
-    return "package" if path.startswith(_PACKAGE) and not path.startswith(_CHECKS) else "machinery"
+    return "package" if path.startswith(_PACKAGE) else "machinery"
 
 
 def is_learner_file(filename: str) -> bool:
@@ -249,7 +250,7 @@ class Guard:
             os.path.realpath(m.__file__)
             for m in list(sys.modules.values())
             if isinstance(getattr(m, "__file__", None), str)
-            and os.path.realpath(m.__file__).startswith((_PACKAGE, _TOOLS))
+            and os.path.realpath(m.__file__).startswith((_PACKAGE, _CHECKS, _TOOLS))
         }
 
     def install(self) -> None:

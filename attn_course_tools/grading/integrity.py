@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.records import SubmissionGrade
 from attn_course_tools.grading.similarity import COURSE, THRESHOLD, Pair, side_by_side
 

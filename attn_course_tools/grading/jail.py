@@ -150,7 +150,7 @@ def course_binds() -> list[str]:
     args: list[str] = []
     for root in package_roots().values():
         args += ["--ro-bind", str(root), str(root)]
-    checks = package_roots()["attn_course"] / "checks"
+    checks = package_roots()["attn_course_exercises"]
     return args + ["--tmpfs", str(checks), "--remount-ro", str(checks)]
 
 
@@ -189,10 +189,10 @@ def command(
 def checks_sources() -> dict[str, tuple[str, str, bool]]:
     """The checks' modules as the jailed server imports them: {module name: (source, file path, whether it
     is a package)}, read here by the grader (the jail hides the files themselves)."""
-    folder = package_roots()["attn_course"] / "checks"
+    folder = package_roots()["attn_course_exercises"]
     found = {}
     for path in sorted(folder.glob("*.py")):
         package = path.name == "__init__.py"
-        name = "attn_course.checks" if package else f"attn_course.checks.{path.stem}"
+        name = "attn_course_exercises" if package else f"attn_course_exercises.{path.stem}"
         found[name] = (path.read_text(encoding="utf-8"), str(path), package)
     return found

@@ -1,6 +1,6 @@
 """Grade one submission: build each exercise's cases, run them in a sandbox, judge what came back.
 
-The cases are built and the attempts judged here, with the grader's own `attn_course.checks`; only the
+The cases are built and the attempts judged here, with the grader's own `attn_course_exercises`; only the
 sandbox (`attn_course_tools.grading.sandbox`) runs the learner's code, and what it writes back is read with
 ``torch.load(weights_only=True)`` and treated as untrusted.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.closure import package_roots
 from attn_course_tools.grading.identity import identify
 from attn_course_tools.grading.reading import (

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.records import Row, Score, Sheet, Table, number
 from attn_course_tools.grading.rules import Rules
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import jail
 from attn_course_tools.grading.batch import Task, grade_many
 from attn_course_tools.grading.cache import GradeCache

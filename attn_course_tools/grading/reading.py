@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.records import Limits
 
 _MARKER = re.compile(r"^\s*#\s*EXERCISE\s+(ch\d+\.q\d+)\b", re.MULTILINE)

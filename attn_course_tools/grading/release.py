@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from attn_course import checks
+import attn_course_exercises as checks
 
 _CHAPTER = re.compile(r"ex0*(\d+)")
 _SETUP = re.compile(r"checks\.chapter\((\d+)\)")
@@ -72,7 +72,7 @@ the checks' references refuse calls before any student cell runs, so a cell that
 (`exec(checks.EXERCISES["ch1.q1"].solution_code)`) scores 0.
 
 Graded mode hides the answers from honest students; it cannot stop a determined one who reads the installed
-package's source (the model answers live in `attn_course/checks/`). Keep `solutions/` out of the release,
+package's source (the model answers live in `attn_course_exercises/`). Keep `solutions/` out of the release,
 and use hidden inputs (`attn-course hidden-template`) so that hard-coded outputs fail.
 """
 

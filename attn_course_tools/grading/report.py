@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.records import ExerciseGrade
 from attn_course_tools.grading.sections import section
 

@@ -32,7 +32,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
-from attn_course import checks
+import attn_course_exercises as checks
 
 __all__ = ["Override", "Rules", "canvas_late", "parse_time", "read_overrides", "read_times"]
 

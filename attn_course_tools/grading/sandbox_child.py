@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.closure import package_roots
 from attn_course_tools.grading.guard import Guard, checks_codes, is_learner_file, protected_codes
 from attn_course_tools.grading.records import Limits, Step
@@ -321,11 +321,11 @@ def _hide_solutions(keys: list[str]) -> Originals:
     for key in keys:
         for dotted in checks.EXERCISES[key].package:
             owners.setdefault(dotted.rpartition(".")[0], set()).add(key)
-    modules = {m for name, m in sys.modules.items() if name.startswith("attn_course.checks.ch")}
+    modules = {m for name, m in sys.modules.items() if name.startswith("attn_course_exercises.ch")}
     modules |= {importlib.import_module(name) for name in owners}
     originals: Originals = {}
     for module in modules:
-        chapter_module = module.__name__.startswith("attn_course.checks.ch")
+        chapter_module = module.__name__.startswith("attn_course_exercises.ch")
         for name, value in list(vars(module).items()):
             if (
                 inspect.isfunction(value)
@@ -342,7 +342,7 @@ def _blank_source_text() -> None:
     chapter 6's mistakes are edited from, and the snippets of the mistakes' lines): nothing the checks
     still need in the sandbox, and near enough to an answer to be kept from the learner's code."""
     for name, module in list(sys.modules.items()):
-        if name.startswith("attn_course.checks."):
+        if name.startswith("attn_course_exercises."):
             for attr, value in list(vars(module).items()):
                 if isinstance(value, str) and "\n" in value and not attr.startswith("__"):
                     setattr(module, attr, "")

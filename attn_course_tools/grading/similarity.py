@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading.reading import exercise_cells
 from attn_course_tools.grading.records import SubmissionGrade
 from attn_course_tools.grading.report import attempted
@@ -529,7 +529,7 @@ def course_modules(key: str) -> list[types.ModuleType]:
         if id(item) in seen or module is None or not module.__name__.startswith("attn_course."):
             continue
         seen.add(id(item))
-        if module.__name__.startswith("attn_course.checks"):
+        if module.__name__.startswith("attn_course_exercises"):
             continue
         found[module.__name__] = module
         todo += [] if inspect.ismodule(item) else list(_called(item))

@@ -148,7 +148,7 @@ def test_the_installed_course_is_the_copy_pip_made_with_its_data_and_results(ins
 
 CHECK_CHAPTER_1 = """
 import json, sys
-from attn_course import checks
+import attn_course_exercises as checks
 namespace = {}
 exec(checks.PREAMBLES[1], namespace)
 for source in json.loads(sys.stdin.read()):

@@ -1,5 +1,6 @@
-"""The layout: two houses, the learner's library never importing the instructor's tools; no import cycle;
-no path climbing out of a package; functions that fit a screen.
+"""The layout: three houses, imports running tools -> exercises -> library and never back (the learner's
+library imports neither the exercises' checks nor the instructor's tools; the checks never import the
+tools); no import cycle; no path climbing out of a package; functions that fit a screen.
 
 The scans read the source (every import statement, at the top of a module or inside a function), so a lazy
 import inside a function counts as much as one at the top: it is a dependency all the same.
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARY, TOOLS = "attn_course", "attn_course_tools"
+LIBRARY, EXERCISES, TOOLS = "attn_course", "attn_course_exercises", "attn_course_tools"
 #: The longest function the course keeps without a stated reason; a longer one carries a `# long: <why>`
 #: comment on the line above its `def` (or above its first decorator).
 MAX_FUNCTION_LINES = 60
@@ -30,7 +31,7 @@ def sources(package: str) -> dict[str, Path]:
     return {module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
 
 
-MODULES = {**sources(LIBRARY), **sources(TOOLS)}
+MODULES = {**sources(LIBRARY), **sources(EXERCISES), **sources(TOOLS)}
 
 
 def imports_of(name: str, path: Path) -> set[str]:
@@ -54,10 +55,29 @@ def imports_of(name: str, path: Path) -> set[str]:
 GRAPH = {name: imports_of(name, path) for name, path in MODULES.items()}
 
 
-def test_the_learners_library_imports_nothing_from_the_tools():
-    reaching = {name: sorted(m for m in deps if m.startswith(TOOLS)) for name, deps in GRAPH.items()
-                if name.split(".")[0] == LIBRARY}
-    assert {name: deps for name, deps in reaching.items() if deps} == {}
+def reaching_up(house: str, above: tuple[str, ...]) -> dict[str, list[str]]:
+    """{module of `house`: the modules of the houses `above` it imports}, for those that import any."""
+    reaching = {name: sorted(m for m in deps if m.split(".")[0] in above) for name, deps in GRAPH.items()
+                if name.split(".")[0] == house}
+    return {name: deps for name, deps in reaching.items() if deps}
+
+
+def test_the_learners_library_imports_neither_the_exercises_nor_the_tools():
+    assert reaching_up(LIBRARY, (EXERCISES, TOOLS)) == {}
+
+
+def test_the_exercises_import_nothing_from_the_tools():
+    assert reaching_up(EXERCISES, (TOOLS,)) == {}
+
+
+def test_the_rule_finds_an_import_that_points_back():
+    GRAPH["attn_course.attention.masking"].add("attn_course_exercises.core")
+    try:
+        assert reaching_up(LIBRARY, (EXERCISES, TOOLS)) == {
+            "attn_course.attention.masking": ["attn_course_exercises.core"]
+        }
+    finally:
+        GRAPH["attn_course.attention.masking"].discard("attn_course_exercises.core")
 
 
 @pytest.mark.slow
@@ -66,7 +86,7 @@ def test_importing_every_module_of_the_library_loads_no_tool():
         "import importlib, pkgutil, sys, attn_course\n"
         "for m in pkgutil.walk_packages(attn_course.__path__, 'attn_course.'):\n"
         "    importlib.import_module(m.name)\n"
-        "print(sorted(m for m in sys.modules if m.startswith('attn_course_tools')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('attn_course_tools', 'attn_course_ex'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
@@ -100,7 +120,7 @@ def test_find_cycle_finds_one_and_only_where_there_is_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-def test_no_import_cycle_in_either_house():
+def test_no_import_cycle_in_any_house():
     assert find_cycle(GRAPH) is None
 
 

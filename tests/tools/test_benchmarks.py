@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course.training.loop import masked_cross_entropy
 from attn_course_tools.grading import Limits
 from benchmarks import d2l_style, grading, run, suites

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course.training.runtime import eval_mode, get_device, seed_everything
+from attn_course.models.modes import eval_mode
+from attn_course.training.runtime import get_device, seed_everything
 
 
 def draws(seed: int) -> tuple:

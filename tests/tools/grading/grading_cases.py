@@ -8,7 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import Limits
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,7 +25,7 @@ def sequence_mask(X, valid_len, value=0):
 
 TAMPERING = """
 import torch
-import attn_course.checks as c
+import attn_course_exercises as c
 from attn_course_tools import grading
 
 c.Exercise.judge = lambda self, cases, attempts: c.CheckResult(self.key, self.name, "passed", "Correct")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from grading_cases import EX01, LIMITS, ROOT, hostile_batch, place, student_of
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import (
     ExerciseGrade,
@@ -220,7 +220,7 @@ def test_the_grader_version_ignores_modules_grading_never_imports(package_copy: 
 def test_the_grader_version_changes_with_a_check_or_the_sandbox(package_copy: dict[str, Path]) -> None:
     before = grader_version(package_copy)
     for judged in (
-        package_copy["attn_course"] / "checks" / "ch1_masking.py",
+        package_copy["attn_course_exercises"] / "ch1_masking.py",
         package_copy["attn_course"] / "attention" / "masking.py",  # a reference the checks call
         package_copy["attn_course_tools"] / "grading" / "sandbox_child.py",
     ):

@@ -13,7 +13,7 @@ import pytest
 from grading_cases import ANSWER, DISGUISED, PASTED, ROOT, notebook, write
 from learner_answers import ANSWERS
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import ExerciseGrade, SubmissionGrade
 from attn_course_tools.grading.judging import mistake_names, named_mistake

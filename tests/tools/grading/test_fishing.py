@@ -17,7 +17,7 @@ import torch
 from grading_cases import LIMITS, ROOT, notebook, place, student_of, write
 
 import attn_course.attention.masking as masking
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.grading import grade, sandbox_child
 from attn_course_tools.grading.guard import by_learner, codes_of
 
@@ -74,7 +74,7 @@ CHEATERS = {
     ),
     "by_checks_closure": (
         "ch1.q1",
-        ORIGINAL + "\n\nfrom attn_course.checks import ch1_masking\n\n"
+        ORIGINAL + "\n\nfrom attn_course_exercises import ch1_masking\n\n"
         "_build = _original(ch1_masking._sequence_mask_case)  # the checks' own case builder\n"
         "try:\n    _build({})\nexcept Exception:\n    pass\n\n\n"
         "def sequence_mask(X, valid_len, value=0):\n"
@@ -93,7 +93,7 @@ REASONS = {
     "by_traceback": "your code called the course's own `attn_course.attention.masking.sequence_mask`",
     "by_importlib": "your code called the course's own `attn_course.attention.masking.sequence_mask`",
     "by_inspect": "`sequence_mask` is the course's own `attn_course.attention.masking.sequence_mask`",
-    "by_checks_closure": "your code called the course's own `attn_course.checks.ch1_masking",
+    "by_checks_closure": "your code called the course's own `attn_course_exercises.ch1_masking",
 }
 
 

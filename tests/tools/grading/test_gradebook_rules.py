@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import ExerciseGrade, SubmissionGrade, pipeline, write_gradebook
 from attn_course_tools.grading.gradebook import Marking, notes_path, write_feedback

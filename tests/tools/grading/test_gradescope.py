@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from grading_cases import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, defined, digest, notebook, write
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import gradescope, jail
 from attn_course_tools.grading.closure import archive_name
@@ -144,7 +144,7 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
         "attn_course_tools/grading/jail.py",
         "attn_course_tools/grading/rules.py",
         "attn_course_tools/__init__.py",
-        "attn_course/checks/core.py",
+        "attn_course_exercises/core.py",
         "attn_course/attention/masking.py",
     ):
         assert needed in names
@@ -177,7 +177,7 @@ def test_the_zip_ships_the_jail_and_every_course_module_the_fork_servers_command
 #: Run with the unpacked zip first on the path: the files the course's modules were imported from.
 IMPORTS_FROM_THE_ZIP = """
 import json, sys
-import attn_course_tools.grading.gradescope, attn_course_tools.grading.sandbox_child, attn_course.checks
+import attn_course_tools.grading.gradescope, attn_course_tools.grading.sandbox_child, attn_course_exercises
 {imports}
 course = [m for m in sys.modules if m.split(".")[0] in ("attn_course", "attn_course_tools")]
 print(json.dumps(sorted(sys.modules[m].__file__ for m in course)))
@@ -312,7 +312,7 @@ IMPORTED = """
 import importlib.metadata, json, sys, sysconfig
 from pathlib import Path
 before = set(sys.modules)
-import attn_course.checks, attn_course_tools.grading, attn_course_tools.grading.sandbox_child
+import attn_course_exercises, attn_course_tools.grading, attn_course_tools.grading.sandbox_child
 import attn_course_tools.grading.gradescope
 paths = sysconfig.get_paths()
 stdlib = Path(paths["stdlib"]).resolve()

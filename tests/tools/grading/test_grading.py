@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from grading_cases import LIMITS, Q1, Q2, SOLVED, defined, digest, hostile_batch, notebook, write
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import (
     Limits,

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from grading_cases import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, defined, notebook, write
 
-from attn_course import checks
+import attn_course_exercises as checks
+from attn_course import attention
 from attn_course_tools.grading import grade_submission, judging
 from attn_course_tools.grading import gradescope as gs
 
@@ -115,7 +116,7 @@ def test_without_hidden_inputs_and_in_the_learners_own_check_the_labels_are_unch
 
 def test_the_graders_folders_are_taken_out_of_a_message() -> None:
     folders = judging.grader_folders()
-    module = Path(checks.__file__).parents[1] / "attention" / "__init__.py"
+    module = Path(attention.__file__)
     text = (
         f"cannot import name 'nope' from 'attn_course.attention' ({module}); cwd "
         f"{tempfile.gettempdir()}/attn-course-grade-x/work; {sys.prefix}/share/x"

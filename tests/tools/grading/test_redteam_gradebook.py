@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from grading_cases import EX01, LIMITS, ROOT
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import ExerciseGrade, Roster, RosterError, SubmissionGrade, grade, pipeline
 from attn_course_tools.grading.gradebook import GradebookError, gradebook_lock, notes_path
@@ -351,7 +351,7 @@ def test_the_students_feedback_holds_no_local_path_and_no_note_for_the_instructo
     by_hand = "cell 2 uses importlib/reload: check by hand that it does not bring back a package function"
     said = {
         "ch1.q1": 0,
-        "message": f"0 points: your code opened {ROOT}/attn_course/checks/ch1_masking.py while grading.",
+        "message": f"0 points: your code opened {ROOT}/attn_course_exercises/ch1_masking.py while grading.",
         "notes": [by_hand, "cell 3 raised ValueError: bad shape at /tmp/job-81x/cell_3.py line 2"],
         "integrity": "ch1.q1 `sequence_mask`: opened the course's model answers (ch1_masking.py)",
     }

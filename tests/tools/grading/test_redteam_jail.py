@@ -37,7 +37,7 @@ from attn_course_tools.grading import (
 from attn_course_tools.grading.closure import package_roots
 from attn_course_tools.grading.sandbox_child import _readable_by_anyone
 
-CHECKS_FILE = package_roots()["attn_course"] / "checks" / "ch1_masking.py"
+CHECKS_FILE = package_roots()["attn_course_exercises"] / "ch1_masking.py"
 SECRET = "attn-course-red-team-secret"
 #: A sleep no other program on the machine runs: a process left behind is found by its arguments.
 LEFTOVER = "977.25"
@@ -247,7 +247,7 @@ def masked_softmax(X, valid_lens):
 
 #: Chapter 6's model answer is also the text its mistakes are edited from: a module global of the checks.
 READS_GLOBAL = """
-import attn_course.checks.ch6_decoding as ch6
+import attn_course_exercises.ch6_decoding as ch6
 exec(ch6._BEAM_SEARCH_SOLUTION)
 """
 
@@ -445,7 +445,7 @@ def test_as_an_ordinary_user_the_jail_holds_too(tmp_path: Path) -> None:
 def test_a_release_for_graded_work_holds_no_model_answer(tmp_path: Path) -> None:
     from grading_cases import ROOT
 
-    from attn_course import checks
+    import attn_course_exercises as checks
     from attn_course_tools.grading.release import build_release
 
     build_release(tmp_path, exercises=ROOT / "exercises")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from grading_cases import ROOT
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import Limits, grade
 from attn_course_tools.grading.release import build_release
@@ -102,8 +102,9 @@ def answered(release: Path, name: str, answers: dict[str, str]) -> dict:
 
 CHEATS = {
     "exec_registry": 'exec(checks.EXERCISES["ch1.q1"].solution_code)\n',
-    "exec_chapter": "from attn_course.checks import chapter\nexec(chapter(1)[0].solution_code)\n",
-    "exec_graded": "from attn_course.checks import chapter\nexec(chapter(1, graded=True)[0].solution_code)\n",
+    "exec_chapter": "from attn_course_exercises import chapter\nexec(chapter(1)[0].solution_code)\n",
+    "exec_graded": "from attn_course_exercises import chapter\n"
+    "exec(chapter(1, graded=True)[0].solution_code)\n",
     "exec_at_call": "def sequence_mask(X, valid_len, value=0):\n"
     "    namespace = {'torch': torch}\n"
     '    exec(checks.EXERCISES["ch1.q1"].solution_code, namespace)\n'
@@ -119,7 +120,7 @@ def graded(release: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     solved = {key: checks.EXERCISES[key].solution_code for key in ("ch1.q1", "ch1.q2", "ch1.q3")}
     submissions = {"honest": solved}
     for name, cheat in CHEATS.items():
-        submissions[name] = dict(solved, **{"ch1.q1": "from attn_course import checks\n" + cheat})
+        submissions[name] = dict(solved, **{"ch1.q1": "import attn_course_exercises as checks\n" + cheat})
     for name, answers in submissions.items():
         notebook = answered(release, "ex01_masked_softmax.ipynb", answers)
         (folder / f"{name}.ipynb").write_text(json.dumps(notebook))
@@ -143,7 +144,7 @@ def test_a_cell_that_runs_the_model_answer_scores_zero(graded: dict, cheat: str)
 
 CHAPTER_6_CHEATS = {
     "checks_reference": "def beam_step(beam_scores, log_probs, beam_size):\n"
-    "    from attn_course.checks.ch6_decoding import _beam_step\n"
+    "    from attn_course_exercises.ch6_decoding import _beam_step\n"
     "    inputs = {'beam_scores': beam_scores, 'log_probs': log_probs, 'beam_size': beam_size}\n"
     "    return _beam_step(inputs)\n",
     "package_helper": "def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):\n"

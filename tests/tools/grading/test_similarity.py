@@ -27,7 +27,8 @@ import pytest
 from grading_cases import ANSWER, DISGUISED, PASTED
 from learner_answers import ANSWERS
 
-from attn_course import checks, validation
+import attn_course_exercises as checks
+from attn_course import validation
 from attn_course.attention import masking
 from attn_course_tools.grading.similarity import (
     COURSE,
@@ -376,7 +377,7 @@ def test_the_packages_body_pasted_without_its_checks_is_listed_against_the_cours
 
 
 def _chapter_answers(name: str) -> list:
-    spec = importlib.util.spec_from_file_location(f"_similarity_{name}", TESTS / "library" / "checks" / name)
+    spec = importlib.util.spec_from_file_location(f"_similarity_{name}", TESTS / "exercises" / name)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.ANSWERS

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from attn_course.checks.core import FAILED, NOT_ATTEMPTED, Case, CheckResult, Exercise, Mistake, compare
+from attn_course_exercises.core import FAILED, NOT_ATTEMPTED, Case, CheckResult, Exercise, Mistake, compare
 
 
 def planted_mistakes(

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+import attn_course
 from attn_course.validation import check_int
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted"
@@ -161,10 +162,46 @@ class Mistake:
         if (self.variant is None) == (self.wrong is None):
             raise ValueError(f"Mistake({self.hint[:40]!r}...) needs exactly one of `wrong` and `variant`")
 
+    @property
+    def code(self) -> str | None:
+        """The wrong code as a learner reads it (its source), or None for a variant or code without source."""
+        if self.wrong is None:
+            return None
+        source = getattr(self.wrong, "__course_source__", None)
+        if source is not None:
+            return source
+        try:
+            return textwrap.dedent(inspect.getsource(self.wrong))
+        except (OSError, TypeError):
+            return None
+
     def wrapped(self, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Mistake:
         """This mistake for an exercise whose `call` and reference `wrap` changes (e.g. to add gradients):
         a variant is wrapped alike; wrong code is returned as it is, since it already runs through `call`."""
         return self if self.wrong is not None else Mistake(self.hint, wrap(self.variant))
+
+
+def edit_of(
+    solution: str, name: str, *edits: tuple[str, str], namespace: Mapping[str, Any], rename: str | None = None
+) -> Callable[..., Any]:
+    """A mistake written as an edit of the model answer: `solution`'s source with each (right, wrong) piece
+    replaced (each `right` must occur exactly once), compiled in a copy of `namespace` (the chapter's
+    imports), the object it defines as `name` returned, renamed `rename` (the mistake's name) if given. The
+    edited source is kept on it as `__course_source__` (what `Mistake.code` shows), so the one model answer
+    stays the one copy of the algorithm and a mistake is the few characters that make it."""
+    source = textwrap.dedent(solution).strip("\n") + "\n"
+    for right, wrong in edits:
+        if source.count(right) != 1:
+            count = source.count(right)
+            raise ValueError(f"{rename or name}: {right!r} occurs {count} times in the solution, not once")
+        source = source.replace(right, wrong)
+    scope = dict(namespace)
+    exec(compile(source, f"<{rename or name}>", "exec"), scope)
+    answer = scope[name]
+    if rename is not None:
+        answer.__name__ = answer.__qualname__ = rename
+    answer.__course_source__ = source
+    return answer
 
 
 @dataclass(frozen=True)
@@ -362,9 +399,9 @@ def _compare_tensors(expected: torch.Tensor, got: Any, what: str, loose: float =
 
 
 def _library_dirs() -> tuple[str, ...]:
-    # This file is attn_course/checks/core.py: two levels up is attn_course/, the whole package.
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = {os.path.dirname(torch.__file__), package}
+    # The course's code: this package (the exercises' checks) and the library whose functions they check.
+    paths = {os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__))}
+    paths.add(os.path.dirname(os.path.abspath(attn_course.__file__)))
     # The instructor's tools (the grading sandbox runs beside the learner's code) are not the learner's
     # either: found without importing them, and absent where only the learner's library is installed.
     tools = importlib.util.find_spec("attn_course_tools")
@@ -565,7 +602,7 @@ class Exercise:
         title: str,
         *,
         solution: str,
-        hint: str,
+        hint: str | Sequence[str],
         covers: str,
         defaults: Mapping[str, Any],
         specs: Sequence[Mapping[str, Any]],
@@ -582,7 +619,10 @@ class Exercise:
         self.solution_code = textwrap.dedent(solution).strip("\n") + "\n"
         self.write = tuple(write) if write is not None else None
         self.stub_code = _make_stub(self.solution_code, self.write)
-        self.hint_text, self.covers = hint, covers
+        self.hints = (hint,) if isinstance(hint, str) else tuple(hint)
+        if not self.hints or not all(isinstance(h, str) and h.strip() for h in self.hints):
+            raise ValueError(f"{key}: hint must be a non-empty string or a sequence of them, got {hint!r}")
+        self.covers, self._hints_shown = covers, 0
         self.defaults, self.specs = dict(defaults), tuple(dict(s) for s in specs)
         self._build, self._call, self._reference = build, call, reference
         self.mistakes, self.error_hints, self.package = tuple(mistakes), tuple(error_hints), tuple(package)
@@ -896,14 +936,30 @@ class Exercise:
         result._suppress_next_display = True
         return result
 
+    @property
+    def hint_text(self) -> str:
+        """The first hint, the nudge."""
+        return self.hints[0]
+
+    def next_hint(self) -> tuple[int, str]:
+        """The hint the next `hint()` shows, as (level, text), and move on: the first call nudges, the second
+        names the concept, the third points at the line; after the last, the last again."""
+        level = min(self._hints_shown, len(self.hints) - 1)
+        self._hints_shown += 1
+        return level + 1, self.hints[level]
+
     def hint(self) -> None:
-        """Show a hint."""
-        text = f"Hint ({self.key}, `{self.name}`): {self.hint_text}"
+        """Show a hint: each call a stronger one (see `next_hint`)."""
+        level, body = self.next_hint()
+        count = f" {level} of {len(self.hints)}" if len(self.hints) > 1 else ""
+        more = level < len(self.hints)
+        after = f" (call `{self.key.split('.')[1]}.hint()` again for a stronger one)" if more else ""
+        text = f"Hint{count} ({self.key}, `{self.name}`): {body}{after}"
         _show(
             _Rich(
                 text,
                 f'<div style="border-left: 4px solid #f9a825; padding: 2px 10px">'
-                f"<b>Hint</b>: {_markdown_to_html(self.hint_text)}</div>",
+                f"<b>Hint{count}</b>: {_markdown_to_html(body)}{html.escape(after)}</div>",
             )
         )
 

@@ -17,8 +17,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, Exercise, resolve
 from attn_course.validation import check_int
+from attn_course_exercises.core import Case, Exercise, resolve
 
 _DTYPES = {
     "float16": torch.float16,

@@ -15,8 +15,8 @@ from typing import Any
 import torch
 
 from attn_course.attention.masking import masked_softmax
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     lens_text,
     seeded_randn,
     spec_dtype,

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from attn_course.checks.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import spec_generator, spec_lengths, spec_size
+from attn_course_exercises.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import spec_generator, spec_lengths, spec_size
 
 _PACKAGE = [
     "attn_course.measure.diagnostics.attention_entropy",

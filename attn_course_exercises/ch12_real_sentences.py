@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from sacrebleu.metrics import BLEU
 
-from attn_course.checks.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import spec_generator, spec_size
 from attn_course.measure.metrics import BLEU_SETTINGS, multi_reference_bleu
+from attn_course_exercises.ch9_dynamics import TENSOR_NUMBER_HINT, no_tensor_numbers
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import spec_generator, spec_size
 
 # ---------------------------------------------------------------------------------------------- ch12.q1
 _VIEWS = ("as given", "padded as in a batch", "rows rescaled", "float16", "bfloat16")

@@ -9,7 +9,7 @@ as the wrong code a learner writes (`Mistake(hint, wrong=softmax_wrong_axis)`). 
 exception in the learner's code is summarised (type, message, the learner's own line), and an untouched
 stub (whose body is ``raise NotImplementedError``) answers "not attempted yet".
 
-    from attn_course import checks
+    import attn_course_exercises as checks
     q1, q2, q3 = checks.chapter(1)
     q1.check()        # finds `sequence_mask` in the notebook, shows the verdict, returns a CheckResult
     q1.hint()
@@ -30,19 +30,19 @@ sandboxed process and parts 1 and 3 in the grader, so nothing the learner's code
 
 from __future__ import annotations
 
-from attn_course.checks.ch1_lookup import NADARAYA_WATSON
-from attn_course.checks.ch1_masking import MASKED_SOFTMAX, SEQUENCE_MASK
-from attn_course.checks.ch2_scoring import (
+from attn_course_exercises.ch1_lookup import NADARAYA_WATSON
+from attn_course_exercises.ch1_masking import MASKED_SOFTMAX, SEQUENCE_MASK
+from attn_course_exercises.ch2_scoring import (
     ADDITIVE_ATTENTION,
     CONCAT_SCORES,
     GENERAL_SCORES,
     MASKED_ATTENTION_BUGS,
     SCALED_DOT_PRODUCT,
 )
-from attn_course.checks.ch3_seq2seq import BI_ENCODER, FINAL_STATE, MASKED_CROSS_ENTROPY
-from attn_course.checks.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
-from attn_course.checks.ch5_luong import LOCAL_P_ATTENTION, LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
-from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
+from attn_course_exercises.ch3_seq2seq import BI_ENCODER, FINAL_STATE, MASKED_CROSS_ENTROPY
+from attn_course_exercises.ch4_bahdanau import ALIGNMENT_ERROR_RATE, BAHDANAU_DECODE
+from attn_course_exercises.ch5_luong import LOCAL_P_ATTENTION, LOCAL_P_WEIGHTS, LOCATION_WEIGHTS, LUONG_STEP
+from attn_course_exercises.ch6_decoding import (  # noqa: F401 - re-exported as checks.ScriptedModel etc.
     BEAM_SEARCH,
     BEAM_STEP,
     GREEDY_DECODE,
@@ -50,11 +50,11 @@ from attn_course.checks.ch6_decoding import (  # noqa: F401 - re-exported as che
     ScriptedModel,
     ScriptedState,
 )
-from attn_course.checks.ch9_dynamics import EXPOSURE, HALF_WAY
-from attn_course.checks.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY
-from attn_course.checks.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
-from attn_course.checks.ch12_real_sentences import BLEU_BY_LENGTH, CROSSINGS
-from attn_course.checks.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
+from attn_course_exercises.ch9_dynamics import EXPOSURE, HALF_WAY
+from attn_course_exercises.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY
+from attn_course_exercises.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
+from attn_course_exercises.ch12_real_sentences import BLEU_BY_LENGTH, CROSSINGS
+from attn_course_exercises.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
     MAX_ITEMS,

@@ -8,12 +8,12 @@ import pytest
 from conftest import LearnersAnswers
 from learner_answers import ANSWERS, Answer, define
 
-from attn_course import checks
+import attn_course_exercises as checks
 
 #: The share of wrong answers whose message must name or locate the mistake.
 NAMED_AT_LEAST = 0.80
 
-#: Chapters 9 and 10's learners' answers are in tests/library/checks/test_checks_ch9_ch10.py.
+#: Chapters 9 and 10's learners' answers are in tests/exercises/test_checks_ch9_ch10.py.
 ELSEWHERE = ("ch9.", "ch10.")
 JUDGED = LearnersAnswers([a for a in ANSWERS if not a.key.startswith(ELSEWHERE)], define)
 CORRECT, WRONG = JUDGED.correct, JUDGED.wrong

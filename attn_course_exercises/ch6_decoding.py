@@ -23,8 +23,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import seeded_randn, spec_generator, spec_lengths, spec_size
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import seeded_randn, spec_generator, spec_lengths, spec_size
 
 
 class ScriptedState(NamedTuple):

@@ -16,8 +16,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course.models.decoders import BahdanauDecoder, DecoderState
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     gru_cell,
     gru_params,
     package_attention,
@@ -28,7 +29,6 @@ from attn_course.checks.inputs import (
     spec_size,
     with_gradients,
 )
-from attn_course.models.decoders import BahdanauDecoder, DecoderState
 
 
 def _bahdanau_case(spec: dict[str, Any]) -> Case:

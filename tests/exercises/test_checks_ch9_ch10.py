@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import LearnersAnswers
 
-from attn_course import checks
-from attn_course.checks import ch9_dynamics
+import attn_course_exercises as checks
+from attn_course_exercises import ch9_dynamics
 
 #: The share of a question's wrong answers whose message must name or locate the mistake.
 NAMED_AT_LEAST = 0.80

@@ -19,8 +19,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from attn_course.attention.layers import Memory
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course.models.decoders import DecoderState, LuongDecoder
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     gru_cell,
     gru_params,
     keep_mask,
@@ -33,7 +34,6 @@ from attn_course.checks.inputs import (
     spec_size,
     with_gradients,
 )
-from attn_course.models.decoders import DecoderState, LuongDecoder
 
 
 def _location_case(spec: dict[str, Any]) -> Case:

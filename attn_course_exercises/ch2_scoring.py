@@ -18,10 +18,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from attn_course.attention.masking import masked_softmax
-from attn_course.checks.bug_hunt import BugHunt, planted_mistakes
-from attn_course.checks.ch1_masking import softmax_wrong_axis
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course_exercises.bug_hunt import BugHunt, planted_mistakes
+from attn_course_exercises.ch1_masking import softmax_wrong_axis
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     keep_mask,
     lens_text,
     package_attention,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import LearnersAnswers
 
-from attn_course import checks
+import attn_course_exercises as checks
 
 #: The share of a question's wrong answers whose message must name or locate the mistake.
 NAMED_AT_LEAST = 0.80

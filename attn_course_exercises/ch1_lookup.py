@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import seeded_randn, spec_dtype, spec_generator, spec_size
 from attn_course.validation import check_number
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import seeded_randn, spec_dtype, spec_generator, spec_size
 
 _NAMES = ("the weights", "the predictions")
 

@@ -13,8 +13,9 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course.validation import check_positive_int
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     keep_mask,
     lens_text,
     seeded_randn,
@@ -23,7 +24,6 @@ from attn_course.checks.inputs import (
     spec_lengths,
     spec_size,
 )
-from attn_course.validation import check_positive_int
 
 
 def _sequence_mask_case(spec: dict[str, Any]) -> Case:

@@ -19,8 +19,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import (
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import (
     seeded_randn,
     spec_dtype,
     spec_generator,

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from attn_course.checks.core import Case, ErrorHint, Exercise, Mistake, resolve
-from attn_course.checks.inputs import spec_generator, spec_size
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.inputs import spec_generator, spec_size
 
 # ----------------------------------------------------------------------------------------------------
 # Python numbers, not tensors

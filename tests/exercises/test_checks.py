@@ -20,17 +20,17 @@ from learner_answers import define as define_answer
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course import checks
+import attn_course_exercises as checks
 from attn_course.attention.masking import masked_softmax
-from attn_course.checks import ch4_bahdanau, ch5_luong
-from attn_course.checks.bug_hunt import BugHunt
-from attn_course.checks.ch1_lookup import nw_exp_over_sum
-from attn_course.checks.ch1_masking import mask_inverted
-from attn_course.checks.ch2_scoring import AdditiveLayers, hunted
-from attn_course.checks.ch3_seq2seq import EncoderBase
+from attn_course_exercises import ch4_bahdanau, ch5_luong
+from attn_course_exercises.bug_hunt import BugHunt
+from attn_course_exercises.ch1_lookup import nw_exp_over_sum
+from attn_course_exercises.ch1_masking import mask_inverted
+from attn_course_exercises.ch2_scoring import AdditiveLayers, hunted
+from attn_course_exercises.ch3_seq2seq import EncoderBase
 from attn_course_tools.cli import hidden_template
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def learner_namespace(key: str) -> dict:
@@ -349,8 +349,8 @@ MUTANTS += [
 ]
 
 
-#: Chapters 9, 10 and 12's exercises have their mutation tests in tests/library/checks/test_checks_ch9_ch10.py
-#: and tests/library/checks/test_checks_ch12.py (chapter 12's learners' mutants above also give the grading
+#: Chapters 9, 10 and 12's exercises have their mutation tests in tests/exercises/test_checks_ch9_ch10.py
+#: and tests/exercises/test_checks_ch12.py (chapter 12's learners' mutants above also give the grading
 #: benchmark its cells).
 ELSEWHERE = ("ch9.", "ch10.", "ch12.")
 MUTATED = [key for key in checks.EXERCISES if not key.startswith(ELSEWHERE)]
