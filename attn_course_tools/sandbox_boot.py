@@ -30,6 +30,8 @@ class _SourceImporter(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         _, origin, package = self.sources[name]
         spec = importlib.util.spec_from_loader(name, self, origin=origin, is_package=package)
         spec.has_location = True  # tracebacks and `__file__` name the real file, as outside the jail
+        if package:  # its folder, as outside the jail (empty inside), for whoever asks where it lives
+            spec.submodule_search_locations = [origin.rpartition("/")[0]]
         return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
