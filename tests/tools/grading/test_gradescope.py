@@ -312,12 +312,12 @@ IMPORTED = """
 import importlib.metadata, json, sys, sysconfig
 from pathlib import Path
 before = set(sys.modules)
-import attn_course_exercises, attn_course_tools.grading, attn_course_tools.grading.sandbox_child
+import attn_course, attn_course_exercises, attn_course_tools.grading, attn_course_tools.grading.sandbox_child
 import attn_course_tools.grading.gradescope
 paths = sysconfig.get_paths()
 stdlib = Path(paths["stdlib"]).resolve()
 site = [Path(paths[k]).resolve() for k in ("purelib", "platlib")]
-course = [Path(m.__file__).resolve().parent for m in (attn_course, attn_course_tools)]
+course = [Path(m.__file__).resolve().parent for m in (attn_course, attn_course_exercises, attn_course_tools)]
 distributions = importlib.metadata.packages_distributions()
 found = {}
 for name in {name.split(".")[0] for name in set(sys.modules) - before}:
