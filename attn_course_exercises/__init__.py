@@ -50,10 +50,10 @@ from attn_course_exercises.ch6_decoding import (  # noqa: F401 - re-exported as 
     ScriptedModel,
     ScriptedState,
 )
-from attn_course_exercises.ch9_dynamics import EXPOSURE, HALF_WAY
-from attn_course_exercises.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY
+from attn_course_exercises.ch9_dynamics import EXPOSURE, HALF_WAY, SEED_NOISE
+from attn_course_exercises.ch10_diagnosis import DIAGNOSIS, MEAN_CONCENTRATION, MEAN_ENTROPY, PREDICTIONS
 from attn_course_exercises.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
-from attn_course_exercises.ch12_real_sentences import BLEU_BY_LENGTH, CROSSINGS
+from attn_course_exercises.ch12_real_sentences import BLEU_STATISTICS, CROSSING_KINDS, CROSSINGS
 from attn_course_exercises.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
     MAX_ELEMENTS,
@@ -95,8 +95,7 @@ PREAMBLES: dict[int, str] = {
     10: "import math\n\nimport torch\n",
     11: "import math\n\nimport torch\n\n"
     "from attn_course.attention.masking import masked_softmax\n",
-    12: "import math\n\nimport torch\n\n"
-    "from attn_course.measure.metrics import multi_reference_bleu\n",
+    12: "import math\n\nimport torch\n",
 }
 
 _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
@@ -106,10 +105,10 @@ _CHAPTERS: dict[int, tuple[Exercise, ...]] = {
     4: (BAHDANAU_DECODE, ALIGNMENT_ERROR_RATE),
     5: (LOCATION_WEIGHTS, LUONG_STEP, LOCAL_P_WEIGHTS, LOCAL_P_ATTENTION),
     6: (GREEDY_DECODE, BEAM_STEP, BEAM_SEARCH),
-    9: (EXPOSURE, HALF_WAY),
-    10: (MEAN_ENTROPY, MEAN_CONCENTRATION, DIAGNOSIS),
+    9: (EXPOSURE, HALF_WAY, SEED_NOISE),
+    10: (MEAN_ENTROPY, MEAN_CONCENTRATION, DIAGNOSIS, PREDICTIONS),
     11: (CAUSAL_MASK, MULTI_HEAD),
-    12: (CROSSINGS, BLEU_BY_LENGTH),
+    12: (CROSSINGS, CROSSING_KINDS, BLEU_STATISTICS),
 }
 
 #: Every exercise by key ("ch1.q2"), in course order.

@@ -36,7 +36,8 @@ def _source(cell: dict) -> str:
 
 
 def graded_notebook(notebook: dict) -> dict:
-    """The notebook for graded work (a new dict): graded set-up, no `qK.solution()` lines, no outputs."""
+    """The notebook for graded work (a new dict): graded set-up, no `qK.solution()` lines, no outputs, and no
+    stored widget state (a practice widget's state holds the lines of a model answer)."""
     cells = []
     for cell in json.loads(json.dumps(notebook))["cells"]:
         source = _source(cell)
@@ -50,7 +51,9 @@ def graded_notebook(notebook: dict) -> dict:
             source = source.replace(_SOLUTION_PROSE, _GRADED_PROSE)
         cell["source"] = source.splitlines(True)
         cells.append(cell)
-    return dict(json.loads(json.dumps(notebook)), cells=cells)
+    copied = json.loads(json.dumps(notebook))
+    metadata = {key: value for key, value in copied.get("metadata", {}).items() if key != "widgets"}
+    return dict(copied, cells=cells, metadata=metadata)
 
 
 def _readme(names: Sequence[str]) -> str:

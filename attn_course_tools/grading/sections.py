@@ -30,13 +30,16 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "ch6.q3": ("06_decoding.ipynb", "5. Beam search"),
     "ch9.q1": ("09_training_dynamics.ipynb", "2. Exposure bias"),
     "ch9.q2": ("09_training_dynamics.ipynb", "3. Scheduled sampling"),
+    "ch9.q3": ("09_training_dynamics.ipynb", "8. Real effect, or seed noise?"),
     "ch10.q1": ("10_diagnosing_attention.ipynb", "1. Two numbers for a sentence's attention"),
     "ch10.q2": ("10_diagnosing_attention.ipynb", "1. Two numbers for a sentence's attention"),
     "ch10.q3": ("10_diagnosing_attention.ipynb", "4. Two broken models, caught by the numbers"),
+    "ch10.q4": ("10_diagnosing_attention.ipynb", "1. Two numbers for a sentence's attention"),
     "ch11.q1": ("11_self_attention.ipynb", "The causal mask"),
     "ch11.q2": ("11_self_attention.ipynb", "2. Multi-head attention"),
     "ch12.q1": ("12_real_sentences.ipynb", "4. Words change places"),
-    "ch12.q2": ("12_real_sentences.ipynb", "Several right translations"),
+    "ch12.q2": ("12_real_sentences.ipynb", "4. Words change places"),
+    "ch12.q3": ("12_real_sentences.ipynb", "Several right translations"),
 }
 
 

@@ -1,22 +1,38 @@
 """The checks of chapter 12 measured on learners' answers written from the prompts alone: every correct
-alternative passes (loops, numpy, a merge sort, sacrebleu called directly), every wrong answer is rejected, at
-least 80 % of each question's rejections name or locate the mistake (the message holds one of the answer's
-phrases), every named mistake is the verdict on some wrong answer, and an answer that hands the work to the
-course's own function is refused by name."""
+alternative passes (loops, numpy, torch grids, a merge sort, Counter unions, sacrebleu's n-gram helper),
+every wrong answer is rejected, at least 80 % of each question's rejections name or locate the mistake (the
+message holds one of the answer's phrases), every named mistake is the verdict on some wrong answer, and an
+answer that hands the work to the course's own function is refused by name. Then what the cases hold: the
+real maps of chapter 12's Transformer, the kinds of crossing, the ties and repeats that BLEU's counts turn
+on."""
 
 from __future__ import annotations
 
+import fnmatch
+import math
+from pathlib import Path
 from typing import NamedTuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import pytest
 import torch
 from conftest import LearnersAnswers
+from sacrebleu.metrics import BLEU
 
 import attn_course_exercises as checks
+from attn_course.measure.diagnostics import alignment_crossings
+from attn_course.measure.metrics import BLEU_SETTINGS, multi_reference_bleu
+from attn_course_exercises import ch12_real_sentences as chapter
 
 #: The share of a question's wrong answers whose message must name or locate the mistake.
 NAMED_AT_LEAST = 0.80
-KEYS = ("ch12.q1", "ch12.q2")
+#: Chapter 12's exercises as its module defines them, by key.
+EXERCISES = {e.key: e for e in (chapter.CROSSINGS, chapter.CROSSING_KINDS, chapter.BLEU_STATISTICS)}
+KEYS = tuple(EXERCISES)
 
 
 class Answer(NamedTuple):
@@ -40,9 +56,9 @@ def wrong(key: str, label: str, phrases: list[str], source: str) -> None:
 def define(key: str, source: str) -> object:
     """The function `source` defines, after the chapter's set-up imports, as the grader runs it."""
     namespace: dict = {"__name__": "__main__"}
-    exec(checks.PREAMBLES[int(key[2 : key.index(".")])], namespace)
+    exec(checks.PREAMBLES[12], namespace)
     exec(source, namespace)
-    return namespace[checks.EXERCISES[key].name]
+    return namespace[EXERCISES[key].name]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -227,268 +243,586 @@ def crossings(weights, src_len, tgt_len):
 """)
 
 # ---------------------------------------------------------------------------------------------------------
-# ch12.q2 bleu_by_source_length
+# ch12.q2 crossing_kinds
 
 K = "ch12.q2"
-ok(K, "bisect finds the bin", """
-import bisect
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    groups = {k: [] for k in range(len(edges) - 1)}
-    for i, n in enumerate(src_lengths):
-        k = bisect.bisect_right(edges, n) - 1
-        if k < 0 or k >= len(edges) - 1:
-            raise ValueError(f"source length {n} is outside {edges}")
-        groups[k].append(i)
-    out = []
-    for k in range(len(edges) - 1):
-        idx = groups[k]
-        if not idx:
-            out.append((0, None))
-            continue
-        hyps, refs = [hypotheses[i] for i in idx], [reference_sets[i] for i in idx]
-        out.append((len(idx), multi_reference_bleu(hyps, refs)))
-    return out
+ok(K, "loops and a set of the links", """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    S, T = len(src_words), len(tgt_words)
+    a = [int(weights[t, :S].argmax()) for t in range(T)]
+    gold = set(tuple(link) for link in links)
+    right = [(a[t], t) in gold for t in range(T)]
+    reorderings, misalignments = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                if right[t1] and right[t2]:
+                    reorderings.append((t1, t2))
+                else:
+                    misalignments.append((t1, t2))
+    return reorderings, misalignments
 """)
-ok(K, "sacrebleu's BLEU with the course's settings, streams by zip_longest", """
+ok(K, "torch: a grid of the gold links and an upper triangle of the crossings", """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=-1)
+    gold = torch.zeros(T, S, dtype=torch.bool)
+    for i, t in links:
+        gold[t, i] = True
+    right = gold[torch.arange(T), a]
+    cross = torch.triu(a[:, None] > a[None, :], diagonal=1)
+    both = right[:, None] & right[None, :]
+    return ([tuple(p) for p in (cross & both).nonzero().tolist()],
+            [tuple(p) for p in (cross & ~both).nonzero().tolist()])
+""")
+ok(K, "each target word's source words in a dict of sets, itertools.combinations", """
 import itertools
-from sacrebleu.metrics import BLEU
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    if any(not edges[0] <= n < edges[-1] for n in src_lengths):
-        raise ValueError("a sentence lies outside the bins")
-    result = []
-    for low, high in zip(edges[:-1], edges[1:]):
-        chosen = [i for i, n in enumerate(src_lengths) if low <= n < high]
-        if not chosen:
-            result.append((0, None))
-            continue
-        hyps = [" ".join(hypotheses[i]) for i in chosen]
-        sets = [[" ".join(r) for r in reference_sets[i]] for i in chosen]
-        streams = [list(s) for s in itertools.zip_longest(*sets)]
-        bleu = BLEU(tokenize="none", smooth_method="exp", force=True).corpus_score(hyps, streams)
-        result.append((len(chosen), bleu.score))
-    return result
+def crossing_kinds(weights, src_words, tgt_words, links):
+    translates = {}
+    for i, t in links:
+        translates.setdefault(t, set()).add(i)
+    a = weights[:len(tgt_words), :len(src_words)].max(dim=1).indices.tolist()
+    kinds = ([], [])
+    for t1, t2 in itertools.combinations(range(len(tgt_words)), 2):
+        if a[t1] > a[t2]:
+            good = a[t1] in translates.get(t1, set()) and a[t2] in translates.get(t2, set())
+            kinds[0 if good else 1].append((t1, t2))
+    return kinds
 """)
-ok(K, "sacrebleu.corpus_bleu with its defaults, streams padded with None by hand", """
-import sacrebleu
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    bins = [[] for _ in edges[1:]]
-    for i, n in enumerate(src_lengths):
-        for k in range(len(bins)):
-            if edges[k] <= n < edges[k + 1]:
-                bins[k].append(i)
-                break
-        else:
-            raise ValueError(f"src_lengths[{i}] = {n} is in no bin")
-    out = []
-    for members in bins:
-        if len(members) == 0:
-            out.append((0, None))
-        else:
-            most = max(len(reference_sets[i]) for i in members)
-            streams = []
-            for k in range(most):
-                streams.append([" ".join(reference_sets[i][k]) if k < len(reference_sets[i]) else None
-                                for i in members])
-            hyps = [" ".join(hypotheses[i]) for i in members]
-            out.append((len(members), sacrebleu.corpus_bleu(hyps, streams).score))
-    return out
-""")
-ok(K, "numpy digitize", """
+ok(K, "numpy, the wrong rows first, two sets", """
 import numpy as np
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    slots = np.digitize(np.asarray(src_lengths, dtype=float), np.asarray(edges, dtype=float)) - 1
-    if ((slots < 0) | (slots >= len(edges) - 1)).any():
-        raise ValueError("some source lengths fall outside the bins")
-    answer = []
-    for k in range(len(edges) - 1):
-        idx = np.flatnonzero(slots == k).tolist()
-        if idx:
-            answer.append((len(idx), multi_reference_bleu([hypotheses[i] for i in idx],
-                                                          [reference_sets[i] for i in idx])))
-        else:
-            answer.append((0, None))
-    return answer
+def crossing_kinds(weights, src_words, tgt_words, links):
+    w = weights.float().numpy()[:len(tgt_words), :len(src_words)]
+    a = w.argmax(axis=1)
+    gold = set(links)
+    wrong_rows = {t for t in range(len(tgt_words)) if (int(a[t]), t) not in gold}
+    reorderings, misalignments = set(), set()
+    for t1 in range(len(a)):
+        for t2 in range(t1 + 1, len(a)):
+            if a[t1] > a[t2]:
+                if t1 in wrong_rows or t2 in wrong_rows:
+                    misalignments.add((t1, t2))
+                else:
+                    reorderings.add((t1, t2))
+    return reorderings, misalignments
 """)
-ok(K, "lists of lists, strings joined first", """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    hyps = [" ".join(h) for h in hypotheses]
-    refs = [[" ".join(r) for r in rs] for rs in reference_sets]
-    table = []
-    for k in range(len(edges) - 1):
-        table.append([i for i in range(len(hyps)) if edges[k] <= src_lengths[i] < edges[k + 1]])
-    if sum(len(row) for row in table) != len(hyps):
-        raise ValueError("not every sentence is in a bin")
-    return [[len(row), multi_reference_bleu([hyps[i] for i in row], [refs[i] for i in row]) if row else None]
-            for row in table]
-""")
+ok(K, "a_t from the course's attention_to_links", """
+from attn_course.measure.metrics import attention_to_links
 
-BINS = """
-    groups = [[] for _ in range(len(edges) - 1)]
-    for i, n in enumerate(src_lengths):
-        k = next((k for k in range(len(groups)) if edges[k] <= n < edges[k + 1]), None)
-        if k is None:
-            raise ValueError("outside")
-        groups[k].append(i)"""
-
-wrong(K, "first reference only", ["first reference"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-        else:
-            out.append((len(g), multi_reference_bleu([hypotheses[i] for i in g],
-                                                     [[reference_sets[i][0]] for i in g])))
+def crossing_kinds(weights, src_words, tgt_words, links):
+    predicted = attention_to_links(weights, src_len=len(src_words), tgt_len=len(tgt_words))
+    a = {t: i for i, t in predicted}
+    right = {t: (i, t) in set(links) for i, t in predicted}
+    out = ([], [])
+    for t1 in range(len(tgt_words)):
+        for t2 in range(t1 + 1, len(tgt_words)):
+            if a[t1] > a[t2]:
+                out[0 if right[t1] and right[t2] else 1].append((t1, t2))
     return out
 """)
-wrong(K, "streams by zip(*sets)", ["smallest set", "all of its translations"], """
-import sacrebleu
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-            continue
-        sets = [[" ".join(r) for r in reference_sets[i]] for i in g]
-        streams = [list(s) for s in zip(*sets)]
-        out.append((len(g), sacrebleu.corpus_bleu([" ".join(hypotheses[i]) for i in g], streams).score))
-    return out
-""")
-wrong(K, "missing references filled with empty strings", ["empty strings", "none where"], """
-import itertools
-import sacrebleu
+ROWS = """
+    S, T = len(src_words), len(tgt_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    right = [(a[t], t) in links for t in range(T)]"""
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-            continue
-        sets = [[" ".join(r) for r in reference_sets[i]] for i in g]
-        streams = [list(s) for s in itertools.zip_longest(*sets, fillvalue="")]
-        out.append((len(g), sacrebleu.corpus_bleu([" ".join(hypotheses[i]) for i in g], streams).score))
-    return out
+wrong(K, "one right row is enough", ["both"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] or right[t2] else m).append((t1, t2))
+    return r, m
 """)
-wrong(K, "mean of sacrebleu.sentence_bleu", ["mean of the sentences"], """
-import sacrebleu
+wrong(K, "only the earlier row checked", ["both"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "only the later row checked", ["both"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "the two lists swapped", ["swapped", "other way round"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (m if right[t1] and right[t2] else r).append((t1, t2))
+    return r, m
+""")
+wrong(K, "a reordering when the gold links cross", ["gold"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    gold = {}
+    for i, t in links:
+        gold.setdefault(t, []).append(i)
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                moved = any(i1 > i2 for i1 in gold.get(t1, []) for i2 in gold.get(t2, []))
+                (r if moved else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "links read as (target, source)", ["(src_index, tgt_index)", "(i, t)"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    right = [(t, a[t]) in links for t in range(T)]
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "one source word kept per target word", ["several", "more than one"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    gold = {t: i for i, t in links}
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if gold.get(t1) == a[t1] and gold.get(t2) == a[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "every target word assumed to have a link", ["no link", "translates nothing"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    gold = {}
+    for i, t in links:
+        gold.setdefault(t, set()).add(i)
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if a[t1] in gold[t1] and a[t2] in gold[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "argmax over the <eos> column too", ["<eos> column"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T = len(tgt_words)
+    a = weights[:T].argmax(dim=1).tolist()
+    right = [(a[t], t) in links for t in range(T)]
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "the <eos> row counted", ["<eos> row"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    S = len(src_words)
+    a = weights[:, :S].argmax(dim=1).tolist()
+    right = [(a[t], t) in links for t in range(len(a))]
+    r, m = [], []
+    for t1 in range(len(a)):
+        for t2 in range(t1 + 1, len(a)):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "the argmax of every row over every column", ["every row and column"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    a = weights.argmax(dim=-1).tolist()
+    right = [(a[t], t) in links for t in range(len(a))]
+    r, m = [], []
+    for t1 in range(len(a)):
+        for t2 in range(t1 + 1, len(a)):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "ties counted as crossings", ["ties"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] >= a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "neighbouring rows only", ["neighbour"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t in range(T - 1):
+        if a[t] > a[t + 1]:
+            (r if right[t] and right[t + 1] else m).append((t, t + 1))
+    return r, m
+""")
+wrong(K, "the source positions of a crossing", ["target word"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((a[t1], a[t2]))
+    return r, m
+""")
+wrong(K, "the wrong rows instead of the crossings", ["pairs"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    r = [(t1, t2) for t1 in range(T) for t2 in range(t1 + 1, T)
+         if a[t1] > a[t2] and right[t1] and right[t2]]
+    return r, [t for t in range(T) if not right[t]]
+""")
+wrong(K, "every crossing a reordering, the misaligned ones also listed", ["exactly one", "both lists"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    crossed = [(t1, t2) for t1 in range(T) for t2 in range(t1 + 1, T) if a[t1] > a[t2]]
+    return crossed, [(t1, t2) for t1, t2 in crossed if not (right[t1] and right[t2])]
+""")
+wrong(K, "a misaligned row is one without a clear peak", ["links", "translates"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    best = weights[:T, :S].max(dim=1)
+    a, sure = best.indices.tolist(), (best.values >= 0.5).tolist()
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if sure[t1] and sure[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "a misaligned row is one off the diagonal", ["links", "translates"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (m if a[t1] != t1 or a[t2] != t2 else r).append((t1, t2))
+    return r, m
+""")
+wrong(K, "argmax down the columns", ["down the columns"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=0).tolist()
+    r, m = [], []
+    for x in range(len(a)):
+        for y in range(x + 1, len(a)):
+            if a[x] > a[y]:
+                (r if (x, a[x]) in links and (y, a[y]) in links else m).append((x, y))
+    return r, m
+""")
+wrong(K, "rows compared by their words", ["position", "occurrence"], """
+def crossing_kinds(weights, src_words, tgt_words, links):
+    T, S = len(tgt_words), len(src_words)
+    a = weights[:T, :S].argmax(dim=1).tolist()
+    meaning = {}
+    for i, t in links:
+        meaning.setdefault(tgt_words[t], set()).add(src_words[i])
+    right = [src_words[a[t]] in meaning.get(tgt_words[t], set()) for t in range(T)]
+    r, m = [], []
+    for t1 in range(T):
+        for t2 in range(t1 + 1, T):
+            if a[t1] > a[t2]:
+                (r if right[t1] and right[t2] else m).append((t1, t2))
+    return r, m
+""")
+wrong(K, "counts instead of the pairs", ["pairs"], """
+def crossing_kinds(weights, src_words, tgt_words, links):""" + ROWS + """
+    crossed = [(t1, t2) for t1 in range(T) for t2 in range(t1 + 1, T) if a[t1] > a[t2]]
+    good = sum(right[t1] and right[t2] for t1, t2 in crossed)
+    return good, len(crossed) - good
+""")
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-            continue
-        scores = [sacrebleu.sentence_bleu(" ".join(hypotheses[i]), [" ".join(r) for r in reference_sets[i]])
-                  for i in g]
-        scores = [s.score for s in scores]
-        out.append((len(g), sum(scores) / len(scores)))
-    return out
-""")
-wrong(K, "mean of one-sentence multi_reference_bleu", ["mean of the sentences"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-            continue
-        scores = [multi_reference_bleu([hypotheses[i]], [reference_sets[i]]) for i in g]
-        out.append((len(g), sum(scores) / len(g)))
-    return out
-""")
-wrong(K, "closed bins", ["half-open", "edge"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    groups = [[] for _ in range(len(edges) - 1)]
-    for i, n in enumerate(src_lengths):
-        for k in range(len(groups)):
-            if edges[k] <= n <= edges[k + 1]:
-                groups[k].append(i)
-                break
-        else:
-            raise ValueError(f"length {n} is in no bin")
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g])
-             if g else None) for g in groups]
-""")
-wrong(K, "left-open bins (a, b]", ["half-open", "edge"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    out, placed = [], 0
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        g = [i for i, n in enumerate(src_lengths) if lo < n <= hi]
-        placed += len(g)
-        out.append((len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g])
-                    if g else None))
-    if placed < len(src_lengths):
-        raise ValueError("a sentence is in no bin")
-    return out
-""")
-wrong(K, "binned by the hypothesis's length", ["hypothesis", "source"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    groups = [[] for _ in range(len(edges) - 1)]
-    for i, hyp in enumerate(hypotheses):
-        k = next((k for k in range(len(groups)) if edges[k] <= len(hyp) < edges[k + 1]), None)
-        if k is None:
-            raise ValueError(f"sentence {i} is outside the bins")
-        groups[k].append(i)
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g])
-             if g else None) for g in groups]
-""")
-wrong(K, "empty bins skipped", ["empty bin was left out"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g]))
-            for g in groups if g]
-""")
-wrong(K, "empty bins scored 0", ["bleu 0", "not 0"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g])
-             if g else 0.0) for g in groups]
-""")
-wrong(K, "BLEU divided by 100", ["0-100"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g]) / 100
-             if g else None) for g in groups]
-""")
-wrong(K, "a sentence outside every bin skipped", ["valueerror", "silently"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    groups = [[] for _ in range(len(edges) - 1)]
-    for i, n in enumerate(src_lengths):
-        for k in range(len(groups)):
-            if edges[k] <= n < edges[k + 1]:
-                groups[k].append(i)
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g])
-             if g else None) for g in groups]
-""")
-wrong(K, "scores an empty bin too", ["no bleu", "none without calling"], """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    return [(len(g), multi_reference_bleu([hypotheses[i] for i in g], [reference_sets[i] for i in g]))
-            for g in groups]
-""")
-wrong(K, "reference sets handed to sacrebleu as streams", ["streams", "transpose"], """
-import sacrebleu
+# ---------------------------------------------------------------------------------------------------------
+# ch12.q3 bleu_statistics
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):""" + BINS + """
-    out = []
-    for g in groups:
-        if not g:
-            out.append((0, None))
-            continue
-        refs = [[" ".join(r) for r in reference_sets[i]] for i in g]
-        out.append((len(g), sacrebleu.corpus_bleu([" ".join(hypotheses[i]) for i in g], refs).score))
-    return out
-""")
-wrong(K, "calls bleu_by_length", ["course's own"], """
-from attn_course.measure.metrics import bleu_by_length
+K = "ch12.q3"
+ok(K, "Counters, loops, the closest length by a key of (distance, length)", """
+from collections import Counter
 
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    bins = bleu_by_length(hypotheses, reference_sets, src_lengths, edges, score=multi_reference_bleu)
-    return [(b.count, b.bleu) for b in bins]
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals = [0] * 4, [0] * 4
+    hyp_length = ref_length = 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(1, 5):
+            grams = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+            most = Counter()
+            for ref in refs:
+                for g, c in Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)).items():
+                    most[g] = max(most[g], c)
+            matches[n - 1] += sum(min(c, most[g]) for g, c in grams.items())
+            totals[n - 1] += sum(grams.values())
+        hyp_length += len(hyp)
+        ref_length += min((len(r) for r in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, hyp_length, ref_length
+""")
+ok(K, "Counter union (|) keeps the max over references, zip for the n-grams", """
+import functools
+from collections import Counter
+
+def bleu_statistics(hypotheses, reference_sets):
+    def ngrams(words, n):
+        return Counter(zip(*[words[k:] for k in range(n)]))
+
+    matches, totals, c, r = [0, 0, 0, 0], [0, 0, 0, 0], 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in (1, 2, 3, 4):
+            h = ngrams(hyp, n)
+            best = functools.reduce(lambda x, y: x | y, (ngrams(ref, n) for ref in refs))
+            matches[n - 1] += sum((h & best).values())
+            totals[n - 1] += max(len(hyp) - n + 1, 0)
+        c += len(hyp)
+        lengths = sorted(len(ref) for ref in refs)
+        r += min(lengths, key=lambda L: abs(L - len(hyp)))
+    return matches, totals, c, r
+""")
+ok(K, "dicts by hand, the closest length by a running comparison", """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        c += len(hyp)
+        best = None
+        for ref in refs:
+            d = abs(len(ref) - len(hyp))
+            if best is None or d < best[0] or (d == best[0] and len(ref) < best[1]):
+                best = (d, len(ref))
+        r += best[1]
+        for n in range(1, 5):
+            counts = {}
+            for i in range(len(hyp) - n + 1):
+                g = " ".join(hyp[i:i + n])
+                counts[g] = counts.get(g, 0) + 1
+            limit = {}
+            for ref in refs:
+                seen = {}
+                for i in range(len(ref) - n + 1):
+                    g = " ".join(ref[i:i + n])
+                    seen[g] = seen.get(g, 0) + 1
+                for g, k in seen.items():
+                    limit[g] = max(limit.get(g, 0), k)
+            for g, k in counts.items():
+                matches[n - 1] += min(k, limit.get(g, 0))
+                totals[n - 1] += k
+    return matches, totals, c, r
+""")
+ok(K, "sacrebleu's n-gram helper, clipping and lengths written out", """
+from sacrebleu.metrics.helpers import extract_all_word_ngrams
+
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        h, length = extract_all_word_ngrams(" ".join(hyp), 1, 4)
+        most = {}
+        for ref in refs:
+            counts, _ = extract_all_word_ngrams(" ".join(ref), 1, 4)
+            for g, k in counts.items():
+                most[g] = max(most.get(g, 0), k)
+        for g, k in h.items():
+            totals[len(g) - 1] += k
+            matches[len(g) - 1] += min(k, most.get(g, 0))
+        c += length
+        r += sorted((abs(len(ref) - length), len(ref)) for ref in refs)[0][1]
+    return matches, totals, c, r
 """)
 
-JUDGED = LearnersAnswers(ANSWERS, lambda answer: define(answer.key, answer.source))
+STATS = """
+from collections import Counter
+
+def grams(words, n):
+    return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+
+"""
+CLOSEST = "min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))"
+
+
+def clipped(limit: str, ref_length: str = CLOSEST, total: str = "sum(h.values())") -> str:
+    """An answer whose clipping limit per n-gram `g` is `limit` and whose reference length is `ref_length`."""
+    return STATS + f"""def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(1, 5):
+            h = grams(hyp, n)
+            counts = [grams(x, n) for x in refs]
+            matches[n - 1] += sum(min(k, {limit}) for g, k in h.items())
+            totals[n - 1] += {total}
+        c += len(hyp)
+        r += {ref_length}
+    return matches, totals, c, r
+"""
+
+
+wrong(K, "clipped by the first reference only", ["first reference"],
+      clipped("counts[0][g]"))
+wrong(K, "clipped by the sum over the references", ["sum"],
+      clipped("sum(x[g] for x in counts)"))
+wrong(K, "not clipped: an n-gram in any reference counts every time", ["clip"],
+      clipped("(k if any(x[g] for x in counts) else 0)"))
+wrong(K, "clipped by the least use over the references", ["most", "max"],
+      clipped("min(x[g] for x in counts)"))
+wrong(K, "each reference matched separately and the matches added", ["sum"], STATS + """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(1, 5):
+            h = grams(hyp, n)
+            totals[n - 1] += sum(h.values())
+            for ref in refs:
+                x = grams(ref, n)
+                matches[n - 1] += sum(min(k, x[g]) for g, k in h.items())
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, c, r
+""")
+wrong(K, "the references of every sentence pooled", ["own"], STATS + """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    every = [ref for refs in reference_sets for ref in refs]
+    for n in range(1, 5):
+        most = Counter()
+        for ref in every:
+            most |= grams(ref, n)
+        for hyp in hypotheses:
+            h = grams(hyp, n)
+            matches[n - 1] += sum(min(k, most[g]) for g, k in h.items())
+            totals[n - 1] += sum(h.values())
+    for hyp, refs in zip(hypotheses, reference_sets):
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, c, r
+""")
+wrong(K, "the longest reference", ["longest"],
+      clipped("max(x[g] for x in counts)", "max(len(x) for x in refs)"))
+wrong(K, "the shortest reference", ["shortest"],
+      clipped("max(x[g] for x in counts)", "min(len(x) for x in refs)"))
+wrong(K, "the mean reference length", ["average", "mean"],
+      clipped("max(x[g] for x in counts)", "sum(len(x) for x in refs) / len(refs)"))
+wrong(K, "the first reference's length", ["first reference"],
+      clipped("max(x[g] for x in counts)", "len(refs[0])"))
+wrong(K, "ties go to the longer", ["tie"],
+      clipped("max(x[g] for x in counts)",
+              "min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), -L))"))
+wrong(K, "ties go to the one listed first", ["tie"],
+      clipped("max(x[g] for x in counts)", "len(min(refs, key=lambda x: abs(len(x) - len(hyp))))"))
+wrong(K, "the distance without abs", ["closest", "abs"],
+      clipped("max(x[g] for x in counts)", "min((len(x) for x in refs), key=lambda L: L - len(hyp))"))
+wrong(K, "the hypothesis length added inside the loop over n", ["once"], STATS + """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(1, 5):
+            h = grams(hyp, n)
+            most = Counter()
+            for ref in refs:
+                most |= grams(ref, n)
+            matches[n - 1] += sum(min(k, most[g]) for g, k in h.items())
+            totals[n - 1] += sum(h.values())
+            c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, c, r
+""")
+wrong(K, "totals of distinct n-grams", ["distinct", "every"],
+      clipped("max(x[g] for x in counts)", CLOSEST, "len(h)"))
+wrong(K, "totals of the hypothesis length for every order", ["len(hypothesis) - n + 1", "n-grams"],
+      clipped("max(x[g] for x in counts)", CLOSEST, "len(hyp)"))
+wrong(K, "orders 0 to 3", ["1 to 4", "order"], STATS + """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(4):
+            h = grams(hyp, n)
+            most = Counter()
+            for ref in refs:
+                most |= grams(ref, n)
+            matches[n] += sum(min(k, most[g]) for g, k in h.items())
+            totals[n] += sum(h.values())
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, c, r
+""")
+wrong(K, "precisions instead of counts", ["count", "int"], STATS + """
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        for n in range(1, 5):
+            h = grams(hyp, n)
+            most = Counter()
+            for ref in refs:
+                most |= grams(ref, n)
+            matches[n - 1] += sum(min(k, most[g]) for g, k in h.items())
+            totals[n - 1] += sum(h.values())
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return [m / t if t else 0.0 for m, t in zip(matches, totals)], totals, c, r
+""")
+wrong(K, "n-grams of each string's characters", ["token", "string"], """
+from collections import Counter
+
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hyp, refs in zip(hypotheses, reference_sets):
+        hyp, refs = " ".join(hyp), [" ".join(x) for x in refs]
+        for n in range(1, 5):
+            h = Counter(hyp[i:i + n] for i in range(len(hyp) - n + 1))
+            most = Counter()
+            for ref in refs:
+                most |= Counter(ref[i:i + n] for i in range(len(ref) - n + 1))
+            matches[n - 1] += sum(min(k, most[g]) for g, k in h.items())
+            totals[n - 1] += sum(h.values())
+        c += len(hyp)
+        r += min((len(x) for x in refs), key=lambda L: (abs(L - len(hyp)), L))
+    return matches, totals, c, r
+""")
+wrong(K, "sacrebleu's BLEU read for its counts", ["write it yourself"], """
+from sacrebleu.metrics import BLEU
+
+def bleu_statistics(hypotheses, reference_sets):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    scorer = BLEU(tokenize="none", effective_order=True)
+    for hyp, refs in zip(hypotheses, reference_sets):
+        s = scorer.sentence_score(" ".join(hyp), [" ".join(x) for x in refs])
+        matches = [a + b for a, b in zip(matches, s.counts)]
+        totals = [a + b for a, b in zip(totals, s.totals)]
+        c, r = c + s.sys_len, r + s.ref_len
+    return matches, totals, c, r
+""")
+
+
+class ChapterAnswers(LearnersAnswers):
+    """The shared harness, judging with the chapter's own exercises (`EXERCISES`)."""
+
+    def result(self, answer: Answer) -> checks.CheckResult:
+        index = self.answers.index(answer)
+        if index not in self._verdicts:
+            self._verdicts[index] = EXERCISES[answer.key].evaluate(self.define(answer))
+        return self._verdicts[index]
+
+    def assert_package_refused(self, key: str) -> None:
+        exercise = EXERCISES[key]
+        for dotted in exercise.package:
+            outcome = exercise.evaluate(checks.resolve(dotted))
+            assert not outcome.passed and "package's own" in outcome.message
+
+    def unreached(self, key: str) -> list[str]:
+        messages = [self.result(a).message for a in self.wrong if a.key == key]
+        return [m.hint for m in EXERCISES[key].mistakes
+                if not any(message.startswith(m.hint + "\n") for message in messages)]
+
+
+JUDGED = ChapterAnswers(ANSWERS, lambda answer: define(answer.key, answer.source))
 CORRECT, WRONG = JUDGED.correct, JUDGED.wrong
+WRITTEN = [(key, m) for key, exercise in EXERCISES.items() for m in exercise.mistakes]
 
 
 @pytest.mark.parametrize("answer", CORRECT, ids=JUDGED.ids(CORRECT))
@@ -515,9 +849,28 @@ def test_every_named_mistake_is_the_verdict_on_some_wrong_answer(key: str) -> No
     assert not unreached, "no wrong answer is diagnosed with:\n" + "\n".join(unreached)
 
 
+@pytest.mark.parametrize(("key", "mistake"), WRITTEN, ids=[f"{k}-{m.wrong.__name__}" for k, m in WRITTEN])
+def test_each_mistake_written_as_code_is_rejected_with_its_own_hint(key: str, mistake: checks.Mistake
+                                                                     ) -> None:
+    result = EXERCISES[key].evaluate(mistake.wrong)
+    assert result.status == checks.FAILED and result.message.startswith(mistake.hint + "\n"), result.message
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_the_course_function_itself_is_refused_by_name(key: str) -> None:
     JUDGED.assert_package_refused(key)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_each_exercise_gives_three_hints_each_stronger(key: str) -> None:
+    hints = EXERCISES[key].hints
+    assert len(hints) == 3 and len(set(hints)) == 3
+
+
+def test_a_model_answer_that_reads_sacrebleus_counts_is_refused_by_name() -> None:
+    (answer,) = [a for a in WRONG if a.label == "sacrebleu's BLEU read for its counts"]
+    message = JUDGED.result(answer).message
+    assert "sacrebleu.metrics.bleu.BLEU" in message and "write it yourself" in message
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -525,7 +878,7 @@ def test_the_course_function_itself_is_refused_by_name(key: str) -> None:
 
 
 def test_crossing_cases_cover_one_word_ties_eos_peaks_a_reversal_and_every_presentation() -> None:
-    exercise = checks.EXERCISES["ch12.q1"]
+    exercise = EXERCISES["ch12.q1"]
     hidden = {"seeds": [1001, 1002], "cases": [dict(exercise.defaults, seed=s) for s in range(20)]}
     counts = []
     for case in exercise.cases(hidden):
@@ -546,24 +899,100 @@ def test_crossing_cases_cover_one_word_ties_eos_peaks_a_reversal_and_every_prese
     assert len(set(counts)) > 5
 
 
-def test_bleu_cases_cover_edges_empty_bins_open_ends_several_references_and_a_length_outside() -> None:
-    exercise = checks.EXERCISES["ch12.q2"]
-    cases = exercise.cases()
-    inputs = [c.inputs for c in cases]
-    assert any(n in i["edges"] for i in inputs for n in i["src_lengths"])                  # on an edge
-    bins = [b for c in cases if not c.inputs["outside"] for b in exercise.reference(c.inputs)]
-    assert (0, None) in bins                                                                 # an empty bin
-    assert any(i["edges"][-1] == float("inf") for i in inputs)
-    assert {len(s) for i in inputs for s in i["reference_sets"]} == {1, 2, 3, 4}
-    assert [i["outside"] for i in inputs].count(True) == 1
-    hypotheses = [h for i in inputs for h in i["hypotheses"]]
-    assert all(isinstance(h, list) and all(isinstance(w, str) for w in h) for h in hypotheses)
+def kinds_cases(hidden: dict | None = None) -> list[checks.Case]:
+    return EXERCISES["ch12.q2"].cases(hidden)
+
+
+def test_real_maps_are_chapter_twelves_sentences_with_one_clear_peak_per_row() -> None:
+    maps = chapter.stored_maps()
+    sources = [" ".join(pair["src"]) for pair in maps]
+    assert sources[:2] == ["i don't care for green tea .", "i love french movies ."]  # chapter 12's showcase
+    for pair in maps:
+        weights = torch.tensor(pair["weights"])
+        src_len, tgt_len = len(pair["src"]), len(pair["tgt"])
+        assert weights.shape == (tgt_len + 1, src_len + 1) and len(pair["translates"]) == tgt_len
+        torch.testing.assert_close(weights.sum(1), torch.ones(tgt_len + 1), atol=3e-3, rtol=0)  # rounded rows
+        top = weights[:tgt_len, :src_len].topk(2, dim=1).values
+        assert (top[:, 0] - top[:, 1]).min() > 0.01                      # float32 keeps every argmax
+        assert all(0 <= i < src_len for gold in pair["translates"] for i in gold)
+
+
+def test_the_real_maps_are_package_data_so_an_installed_course_has_them() -> None:
+    root = Path(__file__).resolve().parents[2]  # the checkout
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    settings = pyproject["tool"]["setuptools"]["package-data"]
+    stored = "data/ch12_cross_attention.json"
+    assert (root / "attn_course_exercises" / stored).is_file()
+    assert any(fnmatch.fnmatch(stored, pattern) for pattern in settings.get("attn_course_exercises", []))
+
+
+def test_the_showcase_sentence_splits_as_the_chapter_reads_it_one_reordering_three_misalignments() -> None:
+    exercise = EXERCISES["ch12.q2"]
+    case = next(c for c in kinds_cases() if c.spec["real"] == 0)
+    assert case.inputs["tgt_words"] == ["je", "n'aime", "pas", "le", "thé", "vert", "."]
+    assert alignment_crossings(case.inputs["weights"], 7, 7) == 4                  # the chapter's count
+    reorderings, misalignments = exercise.reference(case.inputs)
+    assert reorderings == [(3, 5)]                                       # le on tea, vert on green
+    assert misalignments == [(1, 2), (3, 4), (3, 6)]                    # n'aime on for, thé and . on green
+
+
+def test_kinds_cases_cover_both_kinds_several_links_no_link_a_repeated_word_and_eos_peaks() -> None:
+    exercise = EXERCISES["ch12.q2"]
+    cases = kinds_cases({"seeds": [1001, 1002]})
+    kinds = [exercise.reference(c.inputs) for c in cases]
+    assert any(r and m for r, m in kinds) and any(r and not m for r, m in kinds)
+    assert any(m and not r for r, m in kinds) and any(not r and not m for r, m in kinds)
+    links = [c.inputs["links"] for c in cases]
+    targets = [[t for _, t in found] for found in links]
+    assert any(len(set(t)) < len(t) for t in targets)                            # a word with two links
+    assert any(len(set(t)) < len(c.inputs["tgt_words"]) for t, c in zip(targets, cases, strict=True))
+    assert any(len(set(c.inputs["src_words"])) < len(c.inputs["src_words"]) for c in cases)   # 'the' twice
+    seeded = [c for c in cases if c.spec["real"] is None]
+    assert any(links[cases.index(c)] != sorted(links[cases.index(c)]) for c in seeded)   # in no order
+    for case in seeded:                                          # <eos> wins some rows, never a_t
+        weights, src_len = case.inputs["weights"], len(case.inputs["src_words"])
+        assert (weights[: len(case.inputs["tgt_words"])].argmax(1) == src_len).any(), case.label
+    assert {c.spec["real"] for c in cases} == {None, 0, 1, 2, 3, 4}
+
+
+def test_bleu_statistics_reference_gives_multi_reference_bleu_on_every_case() -> None:
+    exercise = EXERCISES["ch12.q3"]
+    for case in exercise.cases({"seeds": [1001, 1002, 1003]}):
+        matches, totals, hyp_length, ref_length = exercise.reference(case.inputs)
+        score = BLEU.compute_bleu(matches, totals, hyp_length, ref_length, smooth_method="exp").score
+        expected = multi_reference_bleu(case.inputs["hypotheses"], case.inputs["reference_sets"])
+        assert math.isclose(score, expected, rel_tol=1e-9, abs_tol=1e-9), case.label
+
+
+def test_bleu_cases_cover_repeats_ties_both_ways_short_hypotheses_and_one_to_four_references() -> None:
+    cases = EXERCISES["ch12.q3"].cases()
+    sets = [refs for c in cases for refs in c.inputs["reference_sets"]]
+    pairs = [(h, refs) for c in cases for h, refs in zip(c.inputs["hypotheses"], c.inputs["reference_sets"],
+                                                        strict=True)]
+    assert {len(refs) for refs in sets} == {1, 2, 3, 4}
+    assert any(len(h) < 4 for h, _ in pairs)                                      # no 4-grams at all
+    assert any(len(set(h)) < len(h) for h, _ in pairs)                           # a repeated word
+    ties = []
+    for h, refs in pairs:
+        distance = [abs(len(r) - len(h)) for r in refs]
+        closest = [len(r) for r, d in zip(refs, distance, strict=True) if d == min(distance)]
+        if len(set(closest)) > 1:
+            ties.append(closest[0] < closest[1])
+    assert set(ties) == {True, False}                        # the shorter listed first, and the longer
+    assert any(h in refs[1:] and h not in refs[:1] for h, refs in pairs)           # another reference
+
+
+def test_bleu_statistics_settings_are_the_course_bleus() -> None:
+    assert BLEU_SETTINGS["max_ngram_order"] == 4 and BLEU_SETTINGS["tokenize"] == "none"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_crossings_solution_runs_on_cuda() -> None:
-    exercise = checks.EXERCISES["ch12.q1"]
-    answer = define("ch12.q1", exercise.solution_code)
-    for case in exercise.cases():
-        on_gpu = dict(case.inputs, views=[v.cuda() for v in case.inputs["views"]])
-        assert exercise.call(answer, on_gpu) == exercise.reference(case.inputs)
+def test_crossings_solutions_run_on_cuda() -> None:
+    for key, move in (("ch12.q1", "views"), ("ch12.q2", "weights")):
+        exercise = EXERCISES[key]
+        answer = define(key, exercise.solution_code)
+        for case in exercise.cases():
+            value = case.inputs[move]
+            moved = [v.cuda() for v in value] if key == "ch12.q1" else value.cuda()
+            on_gpu = dict(case.inputs, **{move: moved})
+            assert exercise.call(answer, on_gpu) == exercise.reference(case.inputs)

@@ -167,6 +167,6 @@ def test_the_guard_leaves_honest_answers_alone(tmp_path: Path) -> None:
     results = grade(solutions, out=tmp_path / "g.csv", jobs=2, id_from="file")
     assert {r.student: (r.total, len(r.exercises)) for r in results} == {
         "ex06_decoding": (3, 3),
-        "ex09_training_dynamics": (2, 2),
-        "ex10_diagnosing_attention": (3, 3),
+        "ex09_training_dynamics": (3, 3),
+        "ex10_diagnosing_attention": (4, 4),
     }, [g.message for r in results for g in r.exercises.values() if not g.points]

@@ -15,7 +15,7 @@ from grading_cases import ROOT
 import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import Limits, grade
-from attn_course_tools.grading.release import build_release
+from attn_course_tools.grading.release import build_release, graded_notebook
 
 LIMITS = Limits(cell_timeout=5.0, total_timeout=60.0, memory_mb=5000, max_output_kb=256)
 
@@ -85,7 +85,18 @@ def test_graded_check_and_hint_still_work(capsys: pytest.CaptureFixture[str]) ->
     exec(checks.PREAMBLES[1] + checks.EXERCISES["ch1.q1"].solution_code, namespace)
     assert q1.check(namespace["sequence_mask"]).passed
     q1.hint()
-    assert "Hint (ch1.q1" in capsys.readouterr().out
+    assert "Hint 1 of 3 (ch1.q1" in capsys.readouterr().out
+
+
+def test_a_release_drops_the_widget_state_a_practice_cell_stored() -> None:
+    answer = checks.EXERCISES["ch1.q2"].solution_code.splitlines()[1]
+    notebook = {
+        "metadata": {"kernelspec": {"name": "python3"}, "widgets": {"state": {"lines": [answer]}}},
+        "cells": [{"cell_type": "code", "source": "p", "outputs": [], "execution_count": 1, "metadata": {}}],
+    }
+    released = graded_notebook(notebook)
+    assert "widgets" not in released["metadata"] and answer not in json.dumps(released)
+    assert released["metadata"]["kernelspec"] == {"name": "python3"} and "widgets" in notebook["metadata"]
 
 
 def answered(release: Path, name: str, answers: dict[str, str]) -> dict:
