@@ -3,13 +3,16 @@
 to find (ch2.q5).
 
 Their references are `attn_course.attention.layers` and `attn_course.attention.scoring`. Each mistake named is
-written once, as the wrong code a learner writes (`no_scaling`, `AdditiveNoTanh`, ...): a missing scale,
-softmax over the wrong axis, the d2l fill value that leaves empty rows with uniform weights, and more.
+written once, as the wrong code a learner writes: the exercise's model answer with the learner's lines edited
+in (`core.edit_of`: `no_scaling`, `AdditiveNoTanh`, ...; ch2.q5's partial fixes are its fixed function with
+planted bugs put back), so that the checks hold no second attention or score. Only d2l's masking
+(`attention_d2l_masking`), a different algorithm, is written out whole.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,8 +22,7 @@ from torch.nn import functional as F
 
 from attn_course.attention.masking import masked_softmax
 from attn_course_exercises.bug_hunt import BugHunt, planted_mistakes
-from attn_course_exercises.ch1_masking import softmax_wrong_axis
-from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, edit_of, resolve
 from attn_course_exercises.inputs import (
     keep_mask,
     lens_text,
@@ -32,6 +34,16 @@ from attn_course_exercises.inputs import (
     spec_size,
     with_gradients,
 )
+
+#: What the chapter's set-up cell imports: the names a learner's answer, and so each mistake's code, uses.
+_NAMESPACE = {
+    "__name__": __name__,
+    "math": math,
+    "torch": torch,
+    "nn": nn,
+    "F": F,
+    "masked_softmax": masked_softmax,
+}
 
 
 def _attention_case(
@@ -89,99 +101,12 @@ _BMM_HINT = ErrorHint(
 )
 
 _EMPTY_ROW_HINT = (
-    "A row whose valid length is 0 came out uniform instead of all zeros: that is d2l's -1e6 "
-    "masking. Use `masked_softmax` from chapter 1 (imported in the set-up cell), which gives a "
-    "row with no real key zero weight everywhere."
+    "A row whose valid length is 0 came out uniform instead of all zeros: a very negative fill (d2l's "
+    "-1e6) cannot empty a row. Use `masked_softmax` from chapter 1 (imported in the set-up cell), which "
+    "gives a row with no real key zero weight everywhere."
 )
 
-# The mistakes of ch2.q1, each written as a learner writes it.
-
-
-def written_attention(
-    queries,
-    keys,
-    values,
-    valid_lens=None,
-    *,
-    divisor=None,
-    dim=-1,
-    use_mask=True,
-    transposed=False,
-    weigh_keys=False,
-):
-    """Scaled dot-product attention as a learner writes it, right by default; each keyword makes one of the
-    mistakes below: another `divisor`, the softmax over `dim` 1, no mask, keys · queriesᵀ, keys weighed."""
-    d = queries.shape[-1]
-    scores = (
-        torch.bmm(keys, queries.transpose(1, 2)) if transposed else torch.bmm(queries, keys.transpose(1, 2))
-    )
-    scores = scores / (math.sqrt(d) if divisor is None else divisor)
-    if dim == -1:
-        weights = masked_softmax(scores, valid_lens if use_mask else None)
-    else:
-        weights = softmax_wrong_axis(scores, valid_lens)
-    return torch.bmm(weights, keys if weigh_keys else values), weights
-
-
-def no_scaling(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, divisor=1.0)
-
-
-def divide_by_d(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, divisor=queries.shape[-1])
-
-
-def divide_by_num_keys(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(keys.shape[1]))
-
-
-def attention_wrong_axis(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, dim=1)
-
-
-def attention_d2l_masking(queries, keys, values, valid_lens=None):
-    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
-    if valid_lens is not None:
-        scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
-    weights = F.softmax(scores, dim=-1)
-    return torch.bmm(weights, values), weights
-
-
-def attention_no_mask(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, use_mask=False)
-
-
-def attention_transposed(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, transposed=True)
-
-
-def attention_over_keys(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, weigh_keys=True)
-
-
-def divide_by_value_size(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(values.shape[-1]))
-
-
-def divide_by_num_queries(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens, divisor=math.sqrt(queries.shape[1]))
-
-
-def attention_first_column(queries, keys, values, valid_lens=None):
-    if valid_lens is not None and valid_lens.dim() == 2:
-        valid_lens = valid_lens[:, 0]
-    return written_attention(queries, keys, values, valid_lens)
-
-
-def attention_weights_first(queries, keys, values, valid_lens=None):
-    return written_attention(queries, keys, values, valid_lens)[::-1]
-
-
-SCALED_DOT_PRODUCT = Exercise(
-    "ch2.q1",
-    "scaled_dot_product_attention",
-    "Scaled dot-product attention",
-    solution='''
+_DOT_SOLUTION = '''
 def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
     """softmax(q kᵀ / sqrt(d)) v over the valid keys (Vaswani et al. 2017, eq. 1; d2l's DotProductAttention).
 
@@ -193,11 +118,82 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
     scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (batch_size, num_queries, num_keys)
     weights = masked_softmax(scores, valid_lens)
     return torch.bmm(weights, values), weights
-''',
-    hint="Three steps: a score for every query against every key (a batched matrix product), divided by the "
-    "square root of the query/key size -- which axis holds that size, and which holds the number of "
-    "keys? -- then the weights from the masked softmax, then the weighted sum of the values. Return "
-    "the context and the weights.",
+'''
+
+
+def _dot_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch2.q1's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_DOT_SOLUTION, "scaled_dot_product_attention", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch2.q1, each written as a learner writes it: the model answer with the learner's lines, but
+# for d2l's masking (written out whole).
+
+_D = "d = queries.shape[-1]"
+_SCALED = " / math.sqrt(d)"
+_WEIGHTS = "weights = masked_softmax(scores, valid_lens)"
+_CONTEXT = "return torch.bmm(weights, values), weights"
+
+no_scaling = _dot_with("no_scaling", (_SCALED, ""))
+divide_by_d = _dot_with("divide_by_d", (_SCALED, " / d"))
+divide_by_num_keys = _dot_with("divide_by_num_keys", (_D, "d = keys.shape[1]"))
+divide_by_value_size = _dot_with("divide_by_value_size", (_D, "d = values.shape[-1]"))
+divide_by_num_queries = _dot_with("divide_by_num_queries", (_D, "d = queries.shape[1]"))
+attention_scaled_after_softmax = _dot_with(
+    "attention_scaled_after_softmax", (_SCALED, ""), (_WEIGHTS, _WEIGHTS + _SCALED)
+)
+attention_wrong_axis = _dot_with("attention_wrong_axis", (_WEIGHTS, "weights = F.softmax(scores, dim=1)"))
+attention_no_mask = _dot_with("attention_no_mask", (_WEIGHTS, "weights = F.softmax(scores, dim=-1)"))
+attention_transposed = _dot_with(
+    "attention_transposed",
+    ("torch.bmm(queries, keys.transpose(1, 2))", "torch.bmm(keys, queries.transpose(1, 2))"),
+)
+attention_over_keys = _dot_with(
+    "attention_over_keys", ("torch.bmm(weights, values)", "torch.bmm(weights, keys)")
+)
+attention_first_column = _dot_with(
+    "attention_first_column",
+    (
+        f"    {_WEIGHTS}",
+        "    if valid_lens is not None and valid_lens.dim() == 2:\n"
+        f"        valid_lens = valid_lens[:, 0]\n    {_WEIGHTS}",
+    ),
+)
+attention_weights_first = _dot_with(
+    "attention_weights_first", (_CONTEXT, "return weights, torch.bmm(weights, values)")
+)
+
+
+def attention_d2l_masking(queries, keys, values, valid_lens=None):
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    if valid_lens is not None:
+        scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
+    weights = F.softmax(scores, dim=-1)
+    return torch.bmm(weights, values), weights
+
+
+SCALED_DOT_PRODUCT = Exercise(
+    "ch2.q1",
+    "scaled_dot_product_attention",
+    "Scaled dot-product attention",
+    solution=_DOT_SOLUTION,
+    hint=(
+        (
+            "Which axis of the queries holds the size d that the scores are divided by, and over which axis "
+            "must each query's weights sum to 1?"
+        ),
+        (
+            "Scaled dot-product attention (Vaswani et al. 2017, eq. 1): a score for every query against "
+            "every key, a batched matrix product of the queries with the keys turned on their side, divided "
+            "by the square root of the query/key size d; then the masked softmax over the keys; then the "
+            "weighted sum of the values. Return the context and the weights."
+        ),
+        (
+            "The score line: multiply the queries by the keys with their last two axes swapped and divide "
+            "by the square root of the queries' last size; the next line hands those scores and valid_lens "
+            "to the masked softmax; the last multiplies its weights by the values."
+        ),
+    ),
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
     "d, num_keys and value_size all different; float32 and float64; gradients",
     defaults=_ATTENTION_DEFAULTS,
@@ -250,13 +246,18 @@ def scaled_dot_product_attention(queries, keys, values, valid_lens=None):
             wrong=divide_by_d,
         ),
         Mistake(
+            "The weights were divided by sqrt(d) after the softmax, so they no longer sum to 1: the scaling "
+            "divides the *scores*, q·k / sqrt(d), before the softmax.",
+            wrong=attention_scaled_after_softmax,
+        ),
+        Mistake(
             "You scaled by sqrt(num_keys); d is the size of the query and key vectors, "
             "`queries.shape[-1]`, not the number of keys.",
             wrong=divide_by_num_keys,
         ),
         Mistake(
             "The softmax runs over the wrong axis: each query's weights over the keys must sum to 1 (the "
-            "last axis).",
+            "last axis), over the real keys only: `masked_softmax` normalises the last axis and masks it.",
             wrong=attention_wrong_axis,
         ),
         # d2l's masking before no masking: with a single key, a row of valid length 0 comes out the same
@@ -360,120 +361,7 @@ def _additive_reference(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Ten
     return context, weights, False
 
 
-# The mistakes of ch2.q2, each written as a learner writes it: `attend` on the given layers.
-
-
-class AdditiveLayers(nn.Module):
-    """The given `__init__` of ch2.q2 and the one-line `prepare`; each mistake below writes its own `attend`
-    (and `prepare` where that is the mistake). Not an answer: `attend` is the exercise."""
-
-    def __init__(self, key_size, query_size, num_hiddens):
-        super().__init__()
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-
-    def prepare(self, keys, values, valid_lens=None):
-        return self.W_k(keys), values, valid_lens
-
-
-class AdditiveProjectsEveryStep(AdditiveLayers):
-    def prepare(self, keys, values, valid_lens=None):
-        return keys, values, valid_lens
-
-    def attend(self, queries, memory):
-        keys, values, valid_lens = memory
-        features = torch.tanh(self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveNoTanh(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :]
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveRelu(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.relu(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveTanhOutside(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :]
-        weights = masked_softmax(torch.tanh(self.w_v(features).squeeze(-1)), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveSwapped(AdditiveLayers):
-    def prepare(self, keys, values, valid_lens=None):
-        return self.W_q(keys), values, valid_lens
-
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.tanh(self.W_k(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveNoMask(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = F.softmax(self.w_v(features).squeeze(-1), dim=-1)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveD2lMasking(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        scores = self.w_v(features).squeeze(-1)
-        if valid_lens is not None:
-            scores = scores.masked_fill(~keep_mask(valid_lens, scores.shape[1], scores.shape[2]), -1e6)
-        weights = F.softmax(scores, dim=-1)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveWrongAxis(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = softmax_wrong_axis(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveFirstQueryOnly(AdditiveLayers):
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = memory
-        features = torch.tanh(self.W_q(queries[:, :1])[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-class AdditiveMemoryOnSelf(AdditiveLayers):
-    def prepare(self, keys, values, valid_lens=None):
-        self.memory = self.W_k(keys), values, valid_lens
-
-    def attend(self, queries, memory):
-        projected_keys, values, valid_lens = self.memory
-        features = torch.tanh(self.W_q(queries)[:, :, None, :] + projected_keys[:, None, :, :])
-        weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-        return torch.bmm(weights, values), weights
-
-
-ADDITIVE_ATTENTION = Exercise(
-    "ch2.q2",
-    "AdditiveAttention",
-    "Additive attention with the keys projected once",
-    solution='''
+_ADDITIVE_SOLUTION = '''
 class AdditiveAttention(nn.Module):
     """Bahdanau's additive attention, score w_vᵀ tanh(W_q q + W_k k), with W_k k computed once per batch.
 
@@ -510,13 +398,98 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         return self.attend(queries, self.prepare(keys, values, valid_lens))
-''',
+'''
+
+
+# The mistakes of ch2.q2, each written as a learner writes it: the model answer with the learner's lines.
+
+
+class AdditiveLayers(nn.Module):
+    """The given `__init__` of ch2.q2 and the one-line `prepare`, on which a wrong `attend` can be written
+    (the mutation tests write some). Not an answer: `attend` is the exercise."""
+
+    def __init__(self, key_size, query_size, num_hiddens):
+        super().__init__()
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+
+    def prepare(self, keys, values, valid_lens=None):
+        return self.W_k(keys), values, valid_lens
+
+
+def _additive_with(name: str, *edits: tuple[str, str]) -> type:
+    """ch2.q2's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_ADDITIVE_SOLUTION, "AdditiveAttention", *edits, namespace=_NAMESPACE, rename=name)
+
+
+_PREPARED = "return self.W_k(keys), values, valid_lens"
+_TANH = "features = torch.tanh("
+_SOFTMAX = "masked_softmax(self.w_v(features).squeeze(-1), valid_lens)"
+_D2L_SOFTMAX = """scores = self.w_v(features).squeeze(-1)
+        if valid_lens is not None:
+            real = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+            scores = scores.masked_fill(~real, -1e6)
+        weights = F.softmax(scores, dim=-1)"""
+
+AdditiveProjectsEveryStep = _additive_with(
+    "AdditiveProjectsEveryStep",
+    (_PREPARED, "return keys, values, valid_lens"),
+    ("projected_keys[:, None, :, :]", "self.W_k(projected_keys)[:, None, :, :]"),
+)
+AdditiveNoTanh = _additive_with("AdditiveNoTanh", (_TANH, "features = ("))
+AdditiveRelu = _additive_with("AdditiveRelu", (_TANH, "features = torch.relu("))
+AdditiveTanhOutside = _additive_with(
+    "AdditiveTanhOutside",
+    (_TANH, "features = ("),
+    (_SOFTMAX, "masked_softmax(torch.tanh(self.w_v(features).squeeze(-1)), valid_lens)"),
+)
+AdditiveSwapped = _additive_with(
+    "AdditiveSwapped",
+    (_PREPARED, "return self.W_q(keys), values, valid_lens"),
+    ("self.W_q(queries)", "self.W_k(queries)"),
+)
+AdditiveNoMask = _additive_with(
+    "AdditiveNoMask", (_SOFTMAX, "F.softmax(self.w_v(features).squeeze(-1), dim=-1)")
+)
+AdditiveD2lMasking = _additive_with("AdditiveD2lMasking", (f"weights = {_SOFTMAX}", _D2L_SOFTMAX))
+AdditiveWrongAxis = _additive_with(
+    "AdditiveWrongAxis", (_SOFTMAX, "F.softmax(self.w_v(features).squeeze(-1), dim=1)")
+)
+AdditiveFirstQueryOnly = _additive_with(
+    "AdditiveFirstQueryOnly", ("self.W_q(queries)", "self.W_q(queries[:, :1])")
+)
+AdditiveMemoryOnSelf = _additive_with(
+    "AdditiveMemoryOnSelf",
+    (_PREPARED, "self.memory = self.W_k(keys), values, valid_lens"),
+    ("projected_keys, values, valid_lens = memory", "projected_keys, values, valid_lens = self.memory"),
+)
+
+
+ADDITIVE_ATTENTION = Exercise(
+    "ch2.q2",
+    "AdditiveAttention",
+    "Additive attention with the keys projected once",
+    solution=_ADDITIVE_SOLUTION,
     write=("prepare", "attend"),
-    hint="`prepare` does the work that depends only on the keys, once, so that every decoder step reuses "
-    "it. `attend` projects the queries, combines every query with every key (give each its own new "
-    "axis and let broadcasting build a (batch, num_queries, num_keys, num_hiddens) tensor), and turns "
-    "each combination into one score with Bahdanau's tanh and w_v; then the masked softmax and the "
-    "weighted sum of the values.",
+    hint=(
+        (
+            "Which part of the score depends only on the keys, and so can be computed once per source batch "
+            "rather than at every decoder step?"
+        ),
+        (
+            "Additive attention (Bahdanau et al. 2014, eq. 6) with its key projection cached: prepare does "
+            "the work that depends only on the keys, once, and returns it as the memory; attend projects "
+            "the queries, combines every query with every key by broadcasting to (batch, num_queries, "
+            "num_keys, num_hiddens), and turns each combination into one score with tanh and w_v; then the "
+            "masked softmax and the weighted sum of the values. Nothing is kept on self between the two."
+        ),
+        (
+            "The line to write in attend: the queries through W_q, given a key axis, plus the projected "
+            "keys from the memory, given a query axis, inside tanh; then w_v, dropping only its last axis "
+            "of size 1, into the masked softmax with the memory's valid_lens."
+        ),
+    ),
     covers="attend called once per decoder step; W_k used only in prepare; valid_lens None and "
     "(batch_size,); "
     "rows of valid length 0; one key; query, key, value and hidden sizes all different; float64; "
@@ -631,42 +604,7 @@ _TRANSPOSED_SCORES = (
     "and one column per key."
 )
 
-# The mistakes of ch2.q3, each written as a learner writes it.
-
-
-def general_untransposed(queries, keys, W_a):
-    return torch.bmm(queries, (keys @ W_a).transpose(1, 2))
-
-
-def general_ignores_W_a(queries, keys, W_a):
-    return torch.bmm(queries, keys.transpose(1, 2))
-
-
-def general_scaled(queries, keys, W_a):
-    return torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)) / math.sqrt(queries.shape[-1])
-
-
-def general_softmaxed(queries, keys, W_a):
-    return F.softmax(torch.bmm(queries, (keys @ W_a.T).transpose(1, 2)), dim=-1)
-
-
-def general_transposed(queries, keys, W_a):
-    return torch.bmm(keys @ W_a.T, queries.transpose(1, 2))
-
-
-def general_tanh(queries, keys, W_a):
-    return torch.tanh(queries @ (keys @ W_a.T).transpose(1, 2))
-
-
-def general_first_query(queries, keys, W_a):
-    return queries[:, :1] @ (keys @ W_a.T).transpose(1, 2)
-
-
-GENERAL_SCORES = Exercise(
-    "ch2.q3",
-    "general_scores",
-    "Luong's general score qᵀ W_a k",
-    solution='''
+_GENERAL_SOLUTION = '''
 def general_scores(queries, keys, W_a):
     """Luong's "general" score qᵀ W_a k for every query and key.
 
@@ -677,11 +615,54 @@ def general_scores(queries, keys, W_a):
     """
     projected_keys = keys @ W_a.T                       # W_a k: (batch_size, num_keys, query_size)
     return torch.bmm(queries, projected_keys.transpose(1, 2))
-''',
-    hint="q^T W_a k is a dot product between the query and W_a k. Bring every key into the query's space "
-    "first -- with the keys stored as rows, think about which side of the product W_a goes on, and "
-    "whether it needs transposing -- and then score as in the plain dot product. No scaling, no "
-    "softmax.",
+'''
+
+
+def _general_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch2.q3's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_GENERAL_SOLUTION, "general_scores", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch2.q3, each written as a learner writes it: the model answer with the learner's lines.
+
+_SCORES = "torch.bmm(queries, projected_keys.transpose(1, 2))"
+
+general_untransposed = _general_with("general_untransposed", ("keys @ W_a.T", "keys @ W_a"))
+general_ignores_W_a = _general_with(
+    "general_ignores_W_a", ("projected_keys = keys @ W_a.T", "projected_keys = keys")
+)
+general_scaled = _general_with("general_scaled", (_SCORES, f"{_SCORES} / math.sqrt(queries.shape[-1])"))
+general_softmaxed = _general_with("general_softmaxed", (_SCORES, f"F.softmax({_SCORES}, dim=-1)"))
+general_transposed = _general_with(
+    "general_transposed", (_SCORES, "torch.bmm(projected_keys, queries.transpose(1, 2))")
+)
+general_tanh = _general_with("general_tanh", (_SCORES, f"torch.tanh({_SCORES})"))
+general_first_query = _general_with(
+    "general_first_query", ("torch.bmm(queries,", "torch.bmm(queries[:, :1],")
+)
+
+
+GENERAL_SCORES = Exercise(
+    "ch2.q3",
+    "general_scores",
+    "Luong's general score qᵀ W_a k",
+    solution=_GENERAL_SOLUTION,
+    hint=(
+        (
+            "In qᵀ W_a k, does W_a act on the query or on the key, and with the keys stored as rows, on "
+            "which side of the product does it go?"
+        ),
+        (
+            "Luong's general score is a bilinear form: the dot product of the query with the key brought "
+            "into the query's space by W_a, the weight of nn.Linear(key_size, query_size), (query_size, "
+            "key_size). No scaling, no non-linearity, no softmax."
+        ),
+        (
+            "Two lines: the projected keys are the keys times W_a transposed, (batch_size, num_keys, "
+            "query_size); the scores are the batched product of the queries with the projected keys' last "
+            "two axes swapped."
+        ),
+    ),
     covers="query_size different from key_size and equal to it; one key; float32 and float64; "
     "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=4, key_size=6),
@@ -700,8 +681,10 @@ def general_scores(queries, keys, W_a):
     ),
     mistakes=[
         Mistake(
-            "W_a is used untransposed. It is (query_size, key_size), the weight of nn.Linear(key_size, "
-            "query_size): W_a k for a batch of keys is `keys @ W_a.T`.",
+            "W_a is applied the wrong way round: you computed qᵀ W_aᵀ k (e.g. `keys @ W_a`, or "
+            "`queries @ W_a.T`). W_a is (query_size, key_size), the weight of nn.Linear(key_size, "
+            "query_size): it maps a key into the query's space, W_a k, which for keys stored as rows is "
+            "`keys @ W_a.T`.",
             wrong=general_untransposed,
         ),
         Mistake(
@@ -734,56 +717,7 @@ def general_scores(queries, keys, W_a):
 with_gradients(GENERAL_SCORES, ("queries", "keys", "W_a"))
 
 
-# The mistakes of ch2.q4, each written as a learner writes it.
-
-
-def concat_pairs(queries, keys, key_first=False):
-    num_queries, num_keys = queries.shape[1], keys.shape[1]
-    q = queries[:, :, None, :].expand(-1, -1, num_keys, -1)
-    k = keys[:, None, :, :].expand(-1, num_queries, -1, -1)
-    return torch.cat([k, q] if key_first else [q, k], dim=-1)
-
-
-def concat_key_first(queries, keys, W_a, v_a):
-    return (torch.tanh(concat_pairs(queries, keys, key_first=True) @ W_a.T) @ v_a.T).squeeze(-1)
-
-
-def concat_no_tanh(queries, keys, W_a, v_a):
-    return (concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
-
-
-def concat_tanh_outside(queries, keys, W_a, v_a):
-    return torch.tanh(concat_pairs(queries, keys) @ W_a.T @ v_a.T).squeeze(-1)
-
-
-def concat_softmaxed(queries, keys, W_a, v_a):
-    return F.softmax((torch.tanh(concat_pairs(queries, keys) @ W_a.T) @ v_a.T).squeeze(-1), dim=-1)
-
-
-def concat_keys_by_queries(queries, keys, W_a, v_a):
-    num_queries, num_keys = queries.shape[1], keys.shape[1]
-    q = queries[:, None, :, :].expand(-1, num_keys, -1, -1)
-    k = keys[:, :, None, :].expand(-1, -1, num_queries, -1)
-    return (torch.tanh(torch.cat([q, k], dim=-1) @ W_a.T) @ v_a.T).squeeze(-1)
-
-
-def concat_first_query(queries, keys, W_a, v_a):
-    qs = queries.shape[-1]
-    h = torch.tanh((queries[:, :1] @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
-    return (h @ v_a.T).squeeze(-1)
-
-
-def concat_bare_squeeze(queries, keys, W_a, v_a):
-    qs = queries.shape[-1]
-    h = torch.tanh((queries @ W_a[:, :qs].T)[:, :, None] + (keys @ W_a[:, qs:].T)[:, None])
-    return (h @ v_a.T).squeeze()
-
-
-CONCAT_SCORES = Exercise(
-    "ch2.q4",
-    "concat_scores",
-    "Luong's concat score v_aᵀ tanh(W_a [q; k])",
-    solution='''
+_CONCAT_SOLUTION = '''
 def concat_scores(queries, keys, W_a, v_a):
     """Luong's "concat" score v_aᵀ tanh(W_a [q; k]) for every query and key.
 
@@ -797,11 +731,66 @@ def concat_scores(queries, keys, W_a, v_a):
                        keys[:, None, :, :].expand(-1, num_queries, -1, -1)],  # (batch, num_queries, num_keys,
                       dim=-1)                                                 #  query_size + key_size)
     return (torch.tanh(pairs @ W_a.T) @ v_a.T).squeeze(-1)
-''',
-    hint="Every (query, key) pair needs its own [q; k], query first: expand the queries and the keys to a "
-    "common (batch, num_queries, num_keys, ...) shape before concatenating along the features. Then "
-    "Luong's concat score turns each pair into one number: W_a, tanh, v_a. (W_a [q; k] also splits "
-    "into a query part plus a key part, which avoids building the big tensor.)",
+'''
+
+
+def _concat_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch2.q4's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_CONCAT_SOLUTION, "concat_scores", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch2.q4, each written as a learner writes it: the model answer with the learner's lines.
+
+_QUERY_HALF = "queries[:, :, None, :].expand(-1, -1, num_keys, -1)"
+_KEY_HALF = "keys[:, None, :, :].expand(-1, num_queries, -1, -1)"
+_SCORE = "return (torch.tanh(pairs @ W_a.T) @ v_a.T).squeeze(-1)"
+
+concat_key_first = _concat_with(
+    "concat_key_first", (f"[{_QUERY_HALF},", f"[{_KEY_HALF},"), (f"{_KEY_HALF}],", f"{_QUERY_HALF}],")
+)
+concat_no_tanh = _concat_with("concat_no_tanh", ("torch.tanh(pairs @ W_a.T)", "(pairs @ W_a.T)"))
+concat_tanh_outside = _concat_with(
+    "concat_tanh_outside", (_SCORE, "return torch.tanh(pairs @ W_a.T @ v_a.T).squeeze(-1)")
+)
+concat_softmaxed = _concat_with(
+    "concat_softmaxed", (_SCORE, "return F.softmax((torch.tanh(pairs @ W_a.T) @ v_a.T).squeeze(-1), dim=-1)")
+)
+concat_keys_by_queries = _concat_with(
+    "concat_keys_by_queries",
+    (_QUERY_HALF, "queries[:, None, :, :].expand(-1, num_keys, -1, -1)"),
+    (_KEY_HALF, "keys[:, :, None, :].expand(-1, -1, num_queries, -1)"),
+)
+concat_first_query = _concat_with(
+    "concat_first_query",
+    ("queries[:, :, None, :]", "queries[:, :1, None, :]"),
+    ("expand(-1, num_queries, -1, -1)", "expand(-1, 1, -1, -1)"),
+)
+concat_bare_squeeze = _concat_with("concat_bare_squeeze", (".squeeze(-1)", ".squeeze()"))
+
+
+CONCAT_SCORES = Exercise(
+    "ch2.q4",
+    "concat_scores",
+    "Luong's concat score v_aᵀ tanh(W_a [q; k])",
+    solution=_CONCAT_SOLUTION,
+    hint=(
+        (
+            "For every query and every key you need one [q; k]: what shape must the queries and the keys "
+            "each have before they can be concatenated?"
+        ),
+        (
+            "Luong's concat score v_aᵀ tanh(W_a [q; k]): every (query, key) pair gets its own "
+            "concatenation, query first, so both are expanded to a common (batch, num_queries, num_keys, "
+            "...) shape and joined along the features; W_a, tanh and v_a then turn each pair into one "
+            "number. (W_a [q; k] also splits into a query part plus a key part, which avoids building the "
+            "big tensor.)"
+        ),
+        (
+            "The pairs line: the queries given a key axis and the keys given a query axis, each expanded to "
+            "(batch, num_queries, num_keys, ...), concatenated query first along the last axis; the score "
+            "line: through W_a (transposed), tanh, through v_a (transposed), dropping only the last axis."
+        ),
+    ),
     covers="query_size different from key_size and equal to it; one key; float32 and float64; "
     "several queries; gradients",
     defaults=dict(_ATTENTION_DEFAULTS, query_size=3, key_size=5, num_hiddens=4),
@@ -824,8 +813,9 @@ def concat_scores(queries, keys, W_a, v_a):
     ),
     mistakes=[
         Mistake(
-            "The concatenation order is reversed: the score reads [q; k] -- the query first, then the key "
-            "-- so the first query_size columns of W_a multiply the query. You built [k; q].",
+            "The query and the key meet the wrong halves of W_a: the score reads [q; k] -- the query first, "
+            "then the key -- so the first query_size columns of W_a multiply the query and the rest the key. "
+            "You built [k; q] (or gave the query W_a's key columns).",
             wrong=concat_key_first,
         ),
         Mistake("tanh is missing: the score is v_aᵀ tanh(W_a [q; k]).", wrong=concat_no_tanh),
@@ -876,56 +866,83 @@ _ATTENTION_BUGS = {
 }
 
 
-def _bugged_attention(inputs: dict[str, Any], remaining: frozenset[str] = frozenset(), fill: str = "") -> Any:
-    """masked_attention with the planted bugs named in `remaining` left in, the others fixed (the reference
-    when none remain); fill="inf": fixed but for a -inf fill."""
-    q, k, v, lens = inputs["queries"], inputs["keys"], inputs["values"], inputs["valid_lens"]
-    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
-    real = torch.arange(k.shape[1]) < lens[:, None]
-    real = real[:, :, None] if "axis" in remaining else real[:, None, :]
-    # The planted -1e6 raises in float16; a learner who only changed the number still has the bug.
-    value = max(-1e6, torch.finfo(scores.dtype).min) if "fill" in remaining else torch.finfo(scores.dtype).min
-    weights = F.softmax(
-        scores.masked_fill(~real, -math.inf if fill == "inf" else value), -1 if "dim" not in remaining else 1
-    )
-    if "fill" not in remaining:
-        weights = weights.masked_fill(~real, 0.0) if fill != "inf" else weights
-    return weights @ v, weights
+_HUNT_SOLUTION = '''
+def masked_attention(queries, keys, values, valid_lens):
+    """Scaled dot-product attention over a padded batch of keys (Vaswani et al. 2017, eq. 1, with a mask).
+
+    queries: (batch_size, num_queries, d); keys: (batch_size, num_keys, d); values: (batch_size, num_keys,
+    value_size); valid_lens: (batch_size,), each in [0, num_keys]: key j of sentence i is real when
+    j < valid_lens[i]. Any floating dtype, float16 included.
+    Returns: context (batch_size, num_queries, value_size) and weights (batch_size, num_queries, num_keys):
+    each query's weights sum to 1 over the real keys and are 0 on padded keys; a sentence of valid length 0
+    gets all-zero weights (and a zero context).
+    """
+    d = queries.shape[-1]
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)        # (batch_size, num_queries, num_keys)
+    real = torch.arange(keys.shape[1]) < valid_lens[:, None]       # (batch_size, num_keys)
+    real = real[:, None, :]                        # fix 1: a padded key is padding for every query
+    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)   # fix 3: a fill that fits float16
+    weights = F.softmax(scores, dim=-1) * real     # fix 2: over the keys; fix 3: an empty row becomes 0
+    return weights @ values, weights
+'''
+#: The model answer of ch2.q5 without its "# fix" comments: the code each partial fix is an edit of.
+_HUNT_FIXED = re.sub(r" +# fix [^\n]*", "", _HUNT_SOLUTION)
+
+#: Each planted bug, as the (right, wrong) edits that put it back into the fixed function.
+_PLANTED = {
+    "axis": (("real = real[:, None, :]", "real = real[:, :, None]"),),
+    "dim": (("dim=-1)", "dim=1)"),),
+    "fill": (("torch.finfo(scores.dtype).min)", "-1e6)"), (" * real\n", "\n")),
+}
+
+#: How a learner may have treated the fill: fixed, left as planted, or fixed in part.
+_FILLS = {
+    "fixed": (),
+    "planted": _PLANTED["fill"],
+    "number": ((" * real\n", "\n"),),  # the right number, the empty rows not zeroed
+    "zeroed": (("torch.finfo(scores.dtype).min)", "-1e6)"),),  # zeroed, but -1e6 kept
+    "inf": (("torch.finfo(scores.dtype).min)", "-math.inf)"),),
+}
 
 
-# The mistakes of ch2.q5 besides the planted ones, each written as a learner writes it.
+def _hunt_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch2.q5's fixed function with a learner's edits: each (right, wrong) piece of its source replaced."""
+    return edit_of(_HUNT_FIXED, "masked_attention", *edits, namespace=_NAMESPACE, rename=name)
+
+
+def _partly_fixed(axis: bool = False, dim: bool = False, fill: str = "fixed") -> Callable:
+    """ch2.q5's masked_attention as a learner's partial fix leaves it: the axis and dim bugs left in where
+    true, the fill as `fill` says (a key of _FILLS)."""
+    edits = (*(_PLANTED["axis"] if axis else ()), *(_PLANTED["dim"] if dim else ()), *_FILLS[fill])
+    left = [bug for bug, kept in (("axis", axis), ("dim", dim), (f"fill_{fill}", fill != "fixed")) if kept]
+    return _hunt_with("_".join(["masked_attention_with", *left]) if left else "masked_attention", *edits)
+
+
+def _left_in(remaining: frozenset[str]) -> Callable:
+    """The function with the planted bugs named in `remaining` left in and the others fixed. The fill bug is
+    the empty rows left uniform, with the number fixed: -1e6 raises in float16, where a learner who only
+    changed the number still has the bug (and the three bugs with -1e6 are the function as given)."""
+    fill = "number" if "fill" in remaining else "fixed"
+    return _partly_fixed("axis" in remaining, "dim" in remaining, fill)
 
 
 def hunted(queries, keys, values, valid_lens, *, axis=False, dim=False, fill="fixed"):
-    """ch2.q5's masked_attention with some planted bugs fixed, as a learner would fix them."""
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
-    real = torch.arange(keys.shape[1]) < valid_lens[:, None]
-    mask = real[:, :, None] if axis else real.unsqueeze(1)
-    value = {"fixed": torch.finfo(scores.dtype).min, "planted": -1e6, "number": torch.finfo(scores.dtype).min}
-    filled = scores.masked_fill(~mask, value.get(fill, -1e6) if fill != "inf" else -math.inf)
-    weights = F.softmax(filled, dim=1 if dim else -1)
-    if fill in ("fixed", "zeroed"):
-        weights = weights * mask
-    return weights @ values, weights
+    """ch2.q5's masked_attention with some planted bugs fixed, as a learner fixes them (`_partly_fixed`)."""
+    return _partly_fixed(axis, dim, fill)(queries, keys, values, valid_lens)
 
 
-def hunt_minus_inf(*args):
-    return hunted(*args, fill="inf")
+# The mistakes of ch2.q5 besides the planted ones, each written as a learner writes it: the fixed function
+# with the learner's lines.
 
-
-def hunt_masked_after_softmax(queries, keys, values, valid_lens):
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
-    real = (torch.arange(keys.shape[1]) < valid_lens[:, None])[:, None, :]
-    weights = F.softmax(scores, dim=-1) * real
-    return weights @ values, weights
-
-
-def hunt_keeps_one_padded_key(queries, keys, values, valid_lens):
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
-    real = (torch.arange(keys.shape[1]) <= valid_lens[:, None])[:, None, :]
-    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)
-    weights = F.softmax(scores, dim=-1) * real
-    return weights @ values, weights
+hunt_minus_inf = _hunt_with("hunt_minus_inf", *_FILLS["inf"])
+hunt_masked_after_softmax = _hunt_with(
+    "hunt_masked_after_softmax",
+    ("    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)\n", ""),
+)
+hunt_keeps_one_padded_key = _hunt_with(
+    "hunt_keeps_one_padded_key",
+    ("torch.arange(keys.shape[1]) < valid_lens", "torch.arange(keys.shape[1]) <= valid_lens"),
+)
 
 
 MASKED_ATTENTION_BUGS = BugHunt(
@@ -951,28 +968,25 @@ def masked_attention(queries, keys, values, valid_lens):
     return weights @ values, weights
 ''',
     namespace={"math": math, "torch": torch, "F": F},
-    solution='''
-def masked_attention(queries, keys, values, valid_lens):
-    """Scaled dot-product attention over a padded batch of keys (Vaswani et al. 2017, eq. 1, with a mask).
-
-    queries: (batch_size, num_queries, d); keys: (batch_size, num_keys, d); values: (batch_size, num_keys,
-    value_size); valid_lens: (batch_size,), each in [0, num_keys]: key j of sentence i is real when
-    j < valid_lens[i]. Any floating dtype, float16 included.
-    Returns: context (batch_size, num_queries, value_size) and weights (batch_size, num_queries, num_keys):
-    each query's weights sum to 1 over the real keys and are 0 on padded keys; a sentence of valid length 0
-    gets all-zero weights (and a zero context).
-    """
-    d = queries.shape[-1]
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(d)        # (batch_size, num_queries, num_keys)
-    real = torch.arange(keys.shape[1]) < valid_lens[:, None]       # (batch_size, num_keys)
-    real = real[:, None, :]                        # fix 1: a padded key is padding for every query
-    scores = scores.masked_fill(~real, torch.finfo(scores.dtype).min)   # fix 3: a fill that fits float16
-    weights = F.softmax(scores, dim=-1) * real     # fix 2: over the keys; fix 3: an empty row becomes 0
-    return weights @ values, weights
-''',
-    hint="Three bugs, each a classic. Read each line against the shapes in its comment and the docstring: "
-    "which axis of the scores is the keys'? Which axis must the weights sum to 1 over? And what does the "
-    "softmax give a row in which *every* score is -1e6 -- and what does -1e6 become in float16?",
+    solution=_HUNT_SOLUTION,
+    hint=(
+        (
+            "Read each line against the shapes in its comment and the docstring: which axis of the scores "
+            "is the keys', which axis must the weights sum to 1 over, and what does the softmax give a row "
+            "in which every score is -1e6?"
+        ),
+        (
+            "Three classic masking bugs: a mask must broadcast along the keys' axis (a padded key is "
+            "padding for every query); the softmax normalises each query's scores over the keys; and a very "
+            "negative fill cannot empty a row (a sentence of valid length 0 comes out uniform), while -1e6 "
+            "does not even fit in float16, whose largest magnitude is 65504."
+        ),
+        (
+            "Three lines to fix: the mask line (its new axis goes where the queries are), the softmax line "
+            "(its dim), and the fill line (the dtype's own smallest number, then the padded weights zeroed "
+            "after the softmax by multiplying with the mask)."
+        ),
+    ),
     covers="num_queries equal to and different from num_keys; sentences of valid length 0 and full length; "
     "float16, bfloat16, float32 and float64; written without the course's masked_softmax",
     defaults=_ATTENTION_DEFAULTS,
@@ -994,10 +1008,12 @@ def masked_attention(queries, keys, values, valid_lens):
     call=lambda answer, i: answer(i["queries"], i["keys"], i["values"], i["valid_lens"]),
     reference=_dot_reference,
     mistakes=[
-        *planted_mistakes(_ATTENTION_BUGS, _bugged_attention),
+        *planted_mistakes(_ATTENTION_BUGS, wrong=_left_in),
         Mistake(
-            "A sentence of valid length 0 came out NaN: filled with -inf, its softmax computes 0/0. Fill "
-            "with `torch.finfo(scores.dtype).min` and zero the padded weights after the softmax.",
+            "A sentence of valid length 0 came out NaN: its row has no real key, so its weights are 0 / 0 "
+            "-- the softmax of a row filled with -inf, or a row of zeros divided by its zero sum. An empty "
+            "row's weights must be all 0: fill with `torch.finfo(scores.dtype).min` and zero the padded "
+            "weights after the softmax (dividing by hand, divide only where the sum is not 0).",
             wrong=hunt_minus_inf,
         ),
         Mistake(

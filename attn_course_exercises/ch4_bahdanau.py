@@ -3,8 +3,8 @@ query is s_{t-1}, and `alignment_error_rate` (ch4.q2) against sure and possible 
 
 The decoder's cases are built from seeded GRU weights and the package's `AdditiveAttention`; its reference is
 the package's `BahdanauDecoder`, stepped over the case. Each known mistake is written once, as the wrong code
-a learner writes (`bahdanau_queries_with_s_t`, `aer_sure_only`, ...), and named when the learner's output is
-its output.
+a learner writes: the model answer with the learner's lines edited in (`core.edit_of`:
+`bahdanau_queries_with_s_t`, `aer_sure_only`, ...), and named when the learner's output is its output.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from attn_course.models.decoders import BahdanauDecoder, DecoderState
-from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, edit_of, resolve
 from attn_course_exercises.inputs import (
     gru_cell,
     gru_params,
@@ -29,6 +29,9 @@ from attn_course_exercises.inputs import (
     spec_size,
     with_gradients,
 )
+
+#: What the chapter's set-up cell imports: the names a learner's answer, and so each mistake's code, uses.
+_NAMESPACE = {"__name__": __name__, "math": math, "torch": torch}
 
 
 def _bahdanau_case(spec: dict[str, Any]) -> Case:
@@ -121,80 +124,7 @@ def _bahdanau_loop(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, 
     return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1), False
 
 
-# The mistakes of ch4.q1, each written as a learner writes it: Bahdanau's loop with one thing changed.
-
-
-def bahdanau(
-    embedded,
-    s_0,
-    memory,
-    attention,
-    rnn,
-    *,
-    luong_order=False,
-    swap=False,
-    once=False,
-    shift=False,
-    forward=False,
-):
-    s, states, contexts, weights = s_0, [], [], []
-    context_prev = embedded.new_zeros(embedded.shape[0], memory.values.shape[-1])
-    fixed = attention.attend(s[:, None], memory)
-    for t in range(embedded.shape[1]):
-        if luong_order:
-            s_new = rnn(torch.cat([embedded[:, t], context_prev], -1), s)
-            context, weight = attention.attend(s_new[:, None], memory)
-            context_prev = context[:, 0]
-        else:
-            if once:
-                context, weight = fixed
-            elif forward:
-                context = attention(s[:, None], memory.keys, memory.values, memory.valid_lens)
-                weight = attention.attention_weights
-            else:
-                context, weight = attention.attend(s[:, None], memory)
-            x = [context[:, 0], embedded[:, t]] if swap else [embedded[:, t], context[:, 0]]
-            s_new = rnn(torch.cat(x, -1), s)
-        states.append(s if shift else s_new)
-        contexts.append(context[:, 0])
-        weights.append(weight[:, 0])
-        s = s_new
-    return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
-
-
-def bahdanau_queries_with_s_t(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, luong_order=True)
-
-
-def bahdanau_context_first(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, swap=True)
-
-
-def bahdanau_context_once(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, once=True)
-
-
-def bahdanau_returns_s_0(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, shift=True)
-
-
-def bahdanau_first_embedding(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded[:, :1].expand_as(embedded), s_0, memory, attention, rnn)
-
-
-def bahdanau_stacked_on_axis_0(embedded, s_0, memory, attention, rnn):
-    return tuple(r.transpose(0, 1) for r in bahdanau(embedded, s_0, memory, attention, rnn))
-
-
-def bahdanau_calls_forward(embedded, s_0, memory, attention, rnn):
-    return bahdanau(embedded, s_0, memory, attention, rnn, forward=True)
-
-
-BAHDANAU_DECODE = Exercise(
-    "ch4.q1",
-    "bahdanau_decode",
-    "Bahdanau's decoder, step by step (query = s_{t-1})",
-    solution='''
+_BAHDANAU_SOLUTION = '''
 def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     """Run Bahdanau's decoder over T teacher-forced steps (Bahdanau et al. 2014, eqs. 4-6).
 
@@ -214,12 +144,90 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
         contexts.append(context[:, 0])
         weights.append(weight[:, 0])
     return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)
-''',
-    hint="Loop over the target steps. In Bahdanau's order, step t first attends with the state from before "
-    "the update, s_{t-1} (a query axis of size 1, through the memory prepared once), then feeds the "
-    "word's embedding together with the context to the GRU cell to get s_t. Collect each step's state, "
-    "context and weights and stack them along the time axis. Running the whole attention module at "
-    "each step would project the keys again.",
+'''
+
+
+def _bahdanau_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch4.q1's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_BAHDANAU_SOLUTION, "bahdanau_decode", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch4.q1, each written as a learner writes it: the model answer with the learner's lines.
+
+_START = "    s, states, contexts, weights = s_0, [], [], []\n"
+_LOOP = "    for t in range(embedded.shape[1]):\n"
+_ATTEND = (
+    "        context, weight = attention.attend(s[:, None, :], memory)          # query: the previous state\n"
+)
+_UPDATE = (
+    "        s = rnn(torch.cat([embedded[:, t], context[:, 0]], dim=-1), s)     # then update the state\n"
+)
+_KEEP = "        states.append(s)\n"
+_STACK = "return torch.stack(states, 1), torch.stack(contexts, 1), torch.stack(weights, 1)"
+
+bahdanau_queries_with_s_t = _bahdanau_with(  # Luong's order: the GRU first, fed the previous context
+    "bahdanau_queries_with_s_t",
+    (_START, _START + "    context = embedded.new_zeros(embedded.shape[0], 1, memory.values.shape[-1])\n"),
+    (  # the moved lines lose their comments, which no longer hold
+        _ATTEND + _UPDATE,
+        "        s = rnn(torch.cat([embedded[:, t], context[:, 0]], dim=-1), s)\n"
+        "        context, weight = attention.attend(s[:, None, :], memory)\n",
+    ),
+)
+bahdanau_context_first = _bahdanau_with(
+    "bahdanau_context_first", ("[embedded[:, t], context[:, 0]]", "[context[:, 0], embedded[:, t]]")
+)
+bahdanau_context_once = _bahdanau_with(
+    "bahdanau_context_once", (_LOOP + _ATTEND, _ATTEND.replace("        ", "    ", 1) + _LOOP)
+)
+bahdanau_returns_s_0 = _bahdanau_with("bahdanau_returns_s_0", (_UPDATE + _KEEP, _KEEP + _UPDATE))
+bahdanau_keeps_s_0 = _bahdanau_with(
+    "bahdanau_keeps_s_0", (_START, "    s, states, contexts, weights = s_0, [s_0], [], []\n")
+)
+bahdanau_first_embedding = _bahdanau_with("bahdanau_first_embedding", ("embedded[:, t]", "embedded[:, 0]"))
+bahdanau_one_step_short = _bahdanau_with(
+    "bahdanau_one_step_short", ("range(embedded.shape[1])", "range(embedded.shape[1] - 1)")
+)
+bahdanau_stacked_on_axis_0 = _bahdanau_with(
+    "bahdanau_stacked_on_axis_0",
+    (_STACK, "return torch.stack(states), torch.stack(contexts), torch.stack(weights)"),
+)
+bahdanau_returns_lists = _bahdanau_with(
+    "bahdanau_returns_lists", (_STACK, "return states, contexts, weights")
+)
+bahdanau_calls_forward = _bahdanau_with(
+    "bahdanau_calls_forward",
+    (
+        "context, weight = attention.attend(s[:, None, :], memory)",
+        "context = attention(s[:, None, :], memory.keys, memory.values, memory.valid_lens)\n"
+        "        weight = attention.attention_weights",
+    ),
+)
+
+
+BAHDANAU_DECODE = Exercise(
+    "ch4.q1",
+    "bahdanau_decode",
+    "Bahdanau's decoder, step by step (query = s_{t-1})",
+    solution=_BAHDANAU_SOLUTION,
+    hint=(
+        (
+            "At step t, which state does Bahdanau's decoder attend with: the one before this step's GRU "
+            "update, or the one after?"
+        ),
+        (
+            "Bahdanau's order (eqs. 4-6): step t first attends with the state from before the update, "
+            "s_{t-1} (a query axis of size 1, through the memory prepared once), then feeds the word's "
+            "embedding together with the context to the GRU cell to get s_t. Each step's state, context and "
+            "weights are collected and stacked along the time axis. Running the whole attention module at "
+            "each step would project the keys again."
+        ),
+        (
+            "Inside the loop, two lines in this order: attend with the current state given a query axis, "
+            "through the memory; then the GRU cell on step t's embedding concatenated with the context (its "
+            "query axis dropped), from the current state. After the loop, stack each list along axis 1."
+        ),
+    ),
     covers="several steps; padded sources and length-1 sources; the keys projected once; float32 and "
     "float64; gradients through time",
     defaults={
@@ -273,6 +281,16 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             wrong=bahdanau_returns_s_0,
         ),
         Mistake(
+            "The states hold one too many: s_0 is the state before the first step, not an output. Return "
+            "s_1..s_T, the T states after each step, (batch_size, T, num_hiddens).",
+            wrong=bahdanau_keeps_s_0,
+        ),
+        Mistake(
+            "One step short: the loop ran T - 1 steps. There is one step for each of the T embeddings "
+            "(<bos>, y_1, ..., y_{T-1}), each giving a state, a context and weights.",
+            wrong=bahdanau_one_step_short,
+        ),
+        Mistake(
             "Every step was fed the first embedding, `embedded[:, 0]`: step t takes e(y_{t-1}), "
             "`embedded[:, t]`.",
             wrong=bahdanau_first_embedding,
@@ -283,6 +301,11 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
             wrong=bahdanau_stacked_on_axis_0,
         ),
         Mistake(
+            "You returned Python lists of the steps' tensors: stack each list into one tensor along the time "
+            "axis, axis 1, for (batch_size, T, ...).",
+            wrong=bahdanau_returns_lists,
+        ),
+        Mistake(
             "The steps project the keys again (e.g. by calling `attention(query, keys, ...)`): the memory "
             "already holds W_k h_j; call `attention.attend(query, memory)` at every step.",
             wrong=bahdanau_calls_forward,
@@ -290,9 +313,9 @@ def bahdanau_decode(embedded, s_0, memory, attention, rnn):
     ],
     error_hints=[
         ErrorHint(
-            r"queries has shape \(\d+, \d+\), expected",
+            r"queries has shape \(\d+, \d+(, \d+)?\), expected",
             "`attention.attend` wants queries (batch_size, num_queries, query_size): give the state a "
-            "query axis, `s[:, None, :]`.",
+            "query axis, in the middle, `s[:, None, :]`.",
         ),
         ErrorHint(
             r"input has inconsistent input_size|Expected hidden size|size mismatch|mat1 and mat2",
@@ -336,51 +359,7 @@ def _links_case(spec: dict[str, Any]) -> Case:
     return Case(label, {"predicted": predicted, "sure": sure, "possible": possible}, spec, "the AER")
 
 
-# The mistakes of ch4.q2, each written as a learner writes it.
-
-
-def aer_sure_only(predicted, sure, possible):
-    return 1 - 2 * len(predicted & sure) / (len(predicted) + len(sure))
-
-
-def aer_possible_denominator(predicted, sure, possible):
-    return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(possible))
-
-
-def aer_agreement(predicted, sure, possible):
-    return (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
-
-
-def aer_possible_twice(predicted, sure, possible):
-    return 1 - (len(predicted & possible) + len(predicted & possible)) / (len(predicted) + len(sure))
-
-
-def aer_precision(predicted, sure, possible):
-    return 1 - len(predicted & possible) / len(predicted)
-
-
-def aer_without_possible(predicted, sure, possible):
-    return 1 - len(predicted & sure) / (len(predicted) + len(sure))
-
-
-def aer_floor_division(predicted, sure, possible):
-    return 1 - (len(predicted & sure) + len(predicted & possible)) // (len(predicted) + len(sure))
-
-
-def aer_links_swapped(predicted, sure, possible):
-    swapped = {(t, s) for s, t in predicted}
-    return 1 - (len(swapped & sure) + len(swapped & possible)) / (len(swapped) + len(sure))
-
-
-def aer_rounded(predicted, sure, possible):
-    return round(1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure)), 2)
-
-
-ALIGNMENT_ERROR_RATE = Exercise(
-    "ch4.q2",
-    "alignment_error_rate",
-    "Alignment error rate (AER) against sure and possible links",
-    solution='''
+_AER_SOLUTION = '''
 def alignment_error_rate(predicted, sure, possible):
     """Och & Ney's alignment error rate (2000, eq. 6), lower is better:
     AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|).
@@ -389,10 +368,63 @@ def alignment_error_rate(predicted, sure, possible):
     Returns: a float in [0, 1].
     """
     return 1 - (len(predicted & sure) + len(predicted & possible)) / (len(predicted) + len(sure))
-''',
-    hint="Think of A, S and P as sets of links: the formula's |A ∩ S| and |A ∩ P| are sizes of "
-    "intersections. A possible-but-not-sure link is never an error and never required: check where P "
-    "and S each appear in the formula, and that your counts follow it.",
+'''
+
+
+def _aer_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch4.q2's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_AER_SOLUTION, "alignment_error_rate", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch4.q2, each written as a learner writes it: the model answer with the learner's lines.
+
+_NUMERATOR = "len(predicted & sure) + len(predicted & possible)"
+_DENOMINATOR = "(len(predicted) + len(sure))"
+
+aer_sure_only = _aer_with("aer_sure_only", ("+ len(predicted & possible)", "+ len(predicted & sure)"))
+aer_possible_denominator = _aer_with(
+    "aer_possible_denominator", (_DENOMINATOR, "(len(predicted) + len(possible))")
+)
+aer_agreement = _aer_with("aer_agreement", ("return 1 - ", "return "))
+aer_possible_twice = _aer_with(
+    "aer_possible_twice", ("(len(predicted & sure) +", "(len(predicted & possible) +")
+)
+aer_precision = _aer_with(
+    "aer_precision", (f"({_NUMERATOR}) / {_DENOMINATOR}", "len(predicted & possible) / len(predicted)")
+)
+aer_without_possible = _aer_with("aer_without_possible", (_NUMERATOR, "len(predicted & sure)"))
+aer_floor_division = _aer_with("aer_floor_division", (f") / {_DENOMINATOR}", f") // {_DENOMINATOR}"))
+aer_links_swapped = _aer_with(
+    "aer_links_swapped",
+    ("    return 1 - ", "    predicted = {(t, s) for s, t in predicted}\n    return 1 - "),
+)
+aer_rounded = _aer_with(
+    "aer_rounded", ("return 1 - ", "return round(1 - "), (_DENOMINATOR, f"{_DENOMINATOR}, 2)")
+)
+
+
+ALIGNMENT_ERROR_RATE = Exercise(
+    "ch4.q2",
+    "alignment_error_rate",
+    "Alignment error rate (AER) against sure and possible links",
+    solution=_AER_SOLUTION,
+    hint=(
+        (
+            "Is a predicted link that is possible but not sure an error? And which links must an alignment "
+            "find?"
+        ),
+        (
+            "Och and Ney's alignment error rate: a predicted link is correct if it is sure (it counts in "
+            "both |A ∩ S| and |A ∩ P|) or merely possible (in |A ∩ P| only), and the denominator |A| + |S| "
+            "counts the links predicted and the links that must be found. An error rate: 0 is a perfect "
+            "alignment."
+        ),
+        (
+            "One line: one minus the sum of the sizes of the two intersections (predicted with sure, "
+            "predicted with possible) over the sum of the sizes of predicted and sure; a set's & is its "
+            "intersection."
+        ),
+    ),
     covers="argmax alignments, A = S (AER 0), A = P, an empty prediction, sure = possible",
     defaults={"seed": 0, "src_len": 5, "tgt_len": 6, "possible_rate": 0.35, "predicted": "argmax"},
     specs=[

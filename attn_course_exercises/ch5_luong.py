@@ -4,8 +4,9 @@ local-p attention from the decoder state (ch5.q4), which predicts p_t first (eq.
 
 The step's cases are built from seeded GRU weights and the package's `LuongAttention`. The references of the
 step and of local-p are the package's `LuongDecoder` (its `step`, `centres` and `align`) fed the case's
-tensors. Each known mistake is written once, as the wrong code a learner writes
-(`location_uncut`, `luong_no_tanh`, `local_p_padded_width`, ...), and named when the learner's output is its.
+tensors. Each known mistake is written once, as the wrong code a learner writes: the model answer with the
+learner's lines edited in (`core.edit_of`: `location_uncut`, `luong_no_tanh`, `local_p_padded_width`, ...), so
+that the checks hold no second local-p window; it is named when the learner's output is its.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from torch.nn import functional as F
 
 from attn_course.attention.layers import Memory
 from attn_course.models.decoders import DecoderState, LuongDecoder
-from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, edit_of, resolve
 from attn_course_exercises.inputs import (
     gru_cell,
     gru_params,
-    keep_mask,
     lens_text,
     package_attention,
     seeded_randn,
@@ -61,6 +61,10 @@ def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None) -> tor
     return resolve("attn_course.attention.masking.masked_softmax")(scores, valid_lens)
 
 
+#: What the chapter's set-up cell imports: the names a learner's answer, and so each mistake's code, uses.
+_NAMESPACE = {"__name__": __name__, "math": math, "torch": torch, "F": F, "masked_softmax": masked_softmax}
+
+
 def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
     scores = resolve("attn_course.attention.scoring.location_scores")(
         inputs["queries"], inputs["W_a"], inputs["num_keys"]
@@ -68,42 +72,7 @@ def _location_reference(inputs: dict[str, Any]) -> torch.Tensor:
     return masked_softmax(scores, inputs["valid_lens"])
 
 
-# The mistakes of ch5.q1, each written as a learner writes it.
-
-
-def location_uncut(queries, W_a, num_keys, valid_lens=None):
-    return masked_softmax(queries @ W_a.T, valid_lens)
-
-
-def location_cut_after(queries, W_a, num_keys, valid_lens=None):
-    return F.softmax(queries @ W_a.T, dim=-1)[..., :num_keys]
-
-
-def location_unmasked(queries, W_a, num_keys, valid_lens=None):
-    return F.softmax(queries @ W_a[:num_keys].T, dim=-1)
-
-
-def location_wrong_axis(queries, W_a, num_keys, valid_lens=None):
-    scores = queries @ W_a[:num_keys].T
-    if valid_lens is None:
-        return F.softmax(scores, dim=1)
-    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
-    return F.softmax(scores.masked_fill(~keep, -1e4), dim=1) * keep
-
-
-def location_last_rows(queries, W_a, num_keys, valid_lens=None):
-    return masked_softmax(queries @ W_a[-num_keys:].T, valid_lens)
-
-
-def location_first_query(queries, W_a, num_keys, valid_lens=None):
-    return masked_softmax(queries[:, :1] @ W_a[:num_keys].T, valid_lens)
-
-
-LOCATION_WEIGHTS = Exercise(
-    "ch5.q1",
-    "location_weights",
-    "Luong's location-based attention, masked",
-    solution='''
+_LOCATION_SOLUTION = '''
 def location_weights(queries, W_a, num_keys, valid_lens=None):
     """Luong's location-based weights a_t = softmax(W_a h_t) over the source positions (Luong et al. 2015,
     eq. 8), cut to the batch's num_keys positions and masked to each valid length.
@@ -115,10 +84,52 @@ def location_weights(queries, W_a, num_keys, valid_lens=None):
     """
     scores = queries @ W_a[:num_keys].T  # one score per source position: (batch, num_queries, num_keys)
     return masked_softmax(scores, valid_lens)
-''',
-    hint="The location score ignores the keys: one score per source position, from the query alone through "
-    "W_a. W_a has a row for every position the model can handle, but a batch has only num_keys "
-    "positions: use just those. Positions beyond each valid length must get weight 0.",
+'''
+
+
+def _location_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch5.q1's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_LOCATION_SOLUTION, "location_weights", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch5.q1, each written as a learner writes it: the model answer with the learner's lines.
+
+_CUT = "W_a[:num_keys]"
+_MASKED = "return masked_softmax(scores, valid_lens)"
+
+location_uncut = _location_with("location_uncut", (f"{_CUT}.T", "W_a.T"))
+location_cut_after = _location_with(
+    "location_cut_after",
+    (f"{_CUT}.T", "W_a.T"),
+    (_MASKED, "return F.softmax(scores, dim=-1)[..., :num_keys]"),
+)
+location_unmasked = _location_with("location_unmasked", (_MASKED, "return F.softmax(scores, dim=-1)"))
+location_wrong_axis = _location_with("location_wrong_axis", (_MASKED, "return F.softmax(scores, dim=1)"))
+location_last_rows = _location_with("location_last_rows", (_CUT, "W_a[-num_keys:]"))
+location_first_query = _location_with("location_first_query", ("queries @", "queries[:, :1] @"))
+
+
+LOCATION_WEIGHTS = Exercise(
+    "ch5.q1",
+    "location_weights",
+    "Luong's location-based attention, masked",
+    solution=_LOCATION_SOLUTION,
+    hint=(
+        (
+            "What does a location score look at: the keys, or only the query? And how many source positions "
+            "does a batch have, compared with the rows of W_a?"
+        ),
+        (
+            "Luong's location-based score (eq. 8), a_t = softmax(W_a h_t): one score per source position "
+            "from the query alone. W_a has a row for every position the model can handle (max_len); a batch "
+            "has num_keys positions, the first num_keys rows. Positions beyond each valid length get weight "
+            "0."
+        ),
+        (
+            "Two lines: the scores are the queries times W_a's first num_keys rows, transposed, (batch, "
+            "num_queries, num_keys); the weights are the masked softmax of those scores with valid_lens."
+        ),
+    ),
     covers="num_keys below and equal to max_len; valid_lens None, (batch_size,) and (batch_size, "
     "num_queries); "
     "rows of valid length 0; one key; float32 and float64; "
@@ -263,69 +274,7 @@ def _luong_step(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, tor
     return state.hidden[-1], state.feed, weights
 
 
-# The mistakes of ch5.q2, each written as a learner writes it: Luong's step with one thing changed.
-
-
-def luong(
-    y_emb,
-    h_prev,
-    feed,
-    memory,
-    attention,
-    rnn,
-    W_c,
-    *,
-    hc=False,
-    previous=False,
-    feed_h=False,
-    feed_first=False,
-    tanh=True,
-):
-    fed = h_prev if feed_h else feed
-    h_t = rnn(torch.cat([fed, y_emb] if feed_first else [y_emb, fed], -1), h_prev)
-    query = h_prev if previous else h_t
-    context, weights = attention.attend(query[:, None], memory)
-    pair = [h_t, context[:, 0]] if hc else [context[:, 0], h_t]
-    attentional = torch.cat(pair, -1) @ W_c.T
-    return h_t, torch.tanh(attentional) if tanh else attentional, weights[:, 0]
-
-
-def luong_h_before_c(*args):
-    return luong(*args, hc=True)
-
-
-def luong_queries_with_h_prev(*args):
-    return luong(*args, previous=True)
-
-
-def luong_feeds_h_prev(*args):
-    return luong(*args, feed_h=True)
-
-
-def luong_feed_first(*args):
-    return luong(*args, feed_first=True)
-
-
-def luong_no_tanh(*args):
-    return luong(*args, tanh=False)
-
-
-def luong_swapped_states(*args):
-    h_t, attentional, weights = luong(*args)
-    return attentional, h_t, weights
-
-
-def luong_attentional_from_h_prev(y_emb, h_prev, feed, memory, attention, rnn, W_c):
-    h_t = rnn(torch.cat([y_emb, feed], -1), h_prev)
-    context, weights = attention.attend(h_t[:, None], memory)
-    return h_t, torch.tanh(torch.cat([context[:, 0], h_prev], -1) @ W_c.T), weights[:, 0]
-
-
-LUONG_STEP = Exercise(
-    "ch5.q2",
-    "luong_step",
-    "Luong's attentional state with input feeding",
-    solution='''
+_LUONG_SOLUTION = '''
 def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     """One step of Luong's decoder with input feeding (Luong et al. 2015, sec. 3 and 3.3).
 
@@ -339,10 +288,57 @@ def luong_step(y_emb, h_prev, feed, memory, attention, rnn, W_c):
     context, weights = attention.attend(h_t[:, None, :], memory)       # Luong attends with the *current* h_t
     attentional = torch.tanh(torch.cat([context[:, 0], h_t], dim=-1) @ W_c.T)
     return h_t, attentional, weights[:, 0]
-''',
-    hint="Luong's order is not Bahdanau's: the RNN runs first, on the word's embedding together with the "
-    "previous attentional state (input feeding); then attend with the new state h_t; then the "
-    "attentional state tanh(W_c [c_t; h_t]), the context first in the concatenation.",
+'''
+
+
+def _luong_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch5.q2's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_LUONG_SOLUTION, "luong_step", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch5.q2, each written as a learner writes it: the model answer with the learner's lines.
+
+_FED = "[y_emb, feed]"
+_PAIR = "[context[:, 0], h_t]"
+_ATTENTIONAL = f"torch.tanh(torch.cat({_PAIR}, dim=-1) @ W_c.T)"
+
+luong_h_before_c = _luong_with("luong_h_before_c", (_PAIR, "[h_t, context[:, 0]]"))
+luong_queries_with_h_prev = _luong_with(
+    "luong_queries_with_h_prev", ("attention.attend(h_t[:, None, :]", "attention.attend(h_prev[:, None, :]")
+)
+luong_feeds_h_prev = _luong_with("luong_feeds_h_prev", (_FED, "[y_emb, h_prev]"))
+luong_feed_first = _luong_with("luong_feed_first", (_FED, "[feed, y_emb]"))
+luong_no_tanh = _luong_with("luong_no_tanh", (_ATTENTIONAL, f"torch.cat({_PAIR}, dim=-1) @ W_c.T"))
+luong_swapped_states = _luong_with(
+    "luong_swapped_states",
+    ("return h_t, attentional, weights[:, 0]", "return attentional, h_t, weights[:, 0]"),
+)
+luong_attentional_from_h_prev = _luong_with(
+    "luong_attentional_from_h_prev", (_PAIR, "[context[:, 0], h_prev]")
+)
+
+
+LUONG_STEP = Exercise(
+    "ch5.q2",
+    "luong_step",
+    "Luong's attentional state with input feeding",
+    solution=_LUONG_SOLUTION,
+    hint=(
+        (
+            "Which comes first in Luong's step, the RNN or the attention, and which state does the "
+            "attention query with?"
+        ),
+        (
+            "Luong's order is not Bahdanau's: the RNN runs first, on the word's embedding together with the "
+            "previous attentional state (input feeding); then attend with the new state h_t; then the "
+            "attentional state tanh(W_c [c_t; h_t]), the context first in the concatenation."
+        ),
+        (
+            "Three lines: the GRU cell on the embedding concatenated with feed, from h_prev; attend with "
+            "the new h_t given a query axis; the attentional state is tanh of the context (its query axis "
+            "dropped) concatenated with h_t, times W_c transposed."
+        ),
+    ),
     covers="enc_size different from num_hiddens; padded and length-1 sources; float32 and float64; gradients",
     defaults={
         "seed": 0,
@@ -501,95 +497,7 @@ def _local_p(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     return decoder.centres(queries, 0, lens), decoder.align(queries, memory, 0)[1]
 
 
-# The mistakes of ch5.q3, each written as a learner writes it: the local-p weights with one thing changed.
-
-
-def local(
-    scores,
-    centres,
-    window,
-    valid_lens,
-    *,
-    sigma=None,
-    two=2,
-    use_window=True,
-    cut_padding=True,
-    gaussian=True,
-    renormalise=False,
-    rounded=False,
-):
-    centres = centres.round() if rounded else centres
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - centres[:, :, None]
-    outside = torch.zeros_like(distance, dtype=torch.bool)
-    if use_window:
-        outside |= distance.abs() > window
-    if cut_padding:
-        outside |= positions >= valid_lens[:, None, None]
-    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
-    if gaussian:
-        sigma = window / 2 if sigma is None else sigma
-        weights = weights * torch.exp(-(distance**2) / (two * sigma**2))
-    return weights / weights.sum(-1, keepdim=True) if renormalise else weights
-
-
-def local_sigma_d(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, sigma=window)
-
-
-def local_no_two(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, two=1)
-
-
-def local_no_window(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, use_window=False)
-
-
-def local_window_past_end(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, cut_padding=False)
-
-
-def local_no_gaussian(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, gaussian=False)
-
-
-def local_renormalised(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, renormalise=True)
-
-
-def local_rounded(scores, centres, window, valid_lens):
-    return local(scores, centres, window, valid_lens, rounded=True)
-
-
-def local_window_after_softmax(scores, centres, window, valid_lens):
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - centres[:, :, None]
-    weights = masked_softmax(scores, valid_lens) * (distance.abs() <= window)
-    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
-
-
-def local_edges_left_out(scores, centres, window, valid_lens):
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - centres[:, :, None]
-    outside = (distance.abs() >= window) | (positions >= valid_lens[:, None, None])
-    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
-    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
-
-
-def local_unstabilised(scores, centres, window, valid_lens):
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - centres[:, :, None]
-    inside = (distance.abs() <= window) & (positions < valid_lens[:, None, None])
-    e = torch.exp(scores) * inside
-    weights = e / e.sum(-1, keepdim=True).clamp_min(1e-30)
-    return weights * torch.exp(-(distance**2) / (2 * (window / 2) ** 2))
-
-
-LOCAL_P_WEIGHTS = Exercise(
-    "ch5.q3",
-    "local_p_weights",
-    "Local-p attention: a window and a Gaussian around p_t",
-    solution='''
+_LOCAL_SOLUTION = '''
 def local_p_weights(scores, centres, window, valid_lens):
     """Luong's local-p weights (Luong et al. 2015, sec. 3.2, eq. 10):
     a_t(s) = align(h_t, h̄_s) * exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2,
@@ -607,11 +515,71 @@ def local_p_weights(scores, centres, window, valid_lens):
     align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)
     sigma = window / 2
     return align * torch.exp(-distance**2 / (2 * sigma**2))
-''',
-    hint="Work with the distance s - p_t between every source position and every query's centre (broadcast "
-    "the positions against the centres). Positions outside the window and padding positions get no "
-    "weight: mask both before the softmax. Then scale the weights by the Gaussian of the distance, "
-    "with sigma = D / 2 and p_t kept real-valued; Luong et al. do not renormalise afterwards.",
+'''
+
+
+def _local_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch5.q3's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_LOCAL_SOLUTION, "local_p_weights", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch5.q3 and ch5.q4, each written as a learner writes it: the model answer with the
+# learner's lines (each edit below applies to both answers).
+
+_WINDOW = "(distance.abs() > window) | "
+_PAST_END = " | (positions >= valid_lens[:, None, None])"
+_SIGMA = "sigma = window / 2"
+_GAUSSIAN = "align * torch.exp(-distance**2 / (2 * sigma**2))"
+_CENTRES = "- centres[:, :, None]"
+
+local_sigma_d = _local_with("local_sigma_d", (_SIGMA, "sigma = window"))
+local_no_two = _local_with("local_no_two", ("(2 * sigma**2)", "sigma**2"))
+local_no_window = _local_with("local_no_window", (_WINDOW, ""))
+local_window_past_end = _local_with("local_window_past_end", (_PAST_END, ""))
+local_no_gaussian = _local_with("local_no_gaussian", (_GAUSSIAN, "align"))
+local_renormalised = _local_with(
+    "local_renormalised",
+    (f"return {_GAUSSIAN}", f"weights = {_GAUSSIAN}\n    return weights / weights.sum(-1, keepdim=True)"),
+)
+local_rounded = _local_with("local_rounded", (_CENTRES, "- centres.round()[:, :, None]"))
+local_window_after_softmax = _local_with(
+    "local_window_after_softmax",
+    ("scores.masked_fill(outside,", "scores.masked_fill(positions >= valid_lens[:, None, None],"),
+)
+local_edges_left_out = _local_with(
+    "local_edges_left_out", ("distance.abs() > window", "distance.abs() >= window")
+)
+local_unstabilised = _local_with(
+    "local_unstabilised",
+    (
+        "align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)",
+        "e = torch.exp(scores) * ~outside\n    align = e / e.sum(-1, keepdim=True).clamp_min(1e-30)",
+    ),
+)
+
+
+LOCAL_P_WEIGHTS = Exercise(
+    "ch5.q3",
+    "local_p_weights",
+    "Local-p attention: a window and a Gaussian around p_t",
+    solution=_LOCAL_SOLUTION,
+    hint=(
+        (
+            "How far is each source position from a query's centre p_t, and which positions may get any "
+            "weight at all?"
+        ),
+        (
+            "Luong's local-p weights (eq. 10): align, the softmax of the scores inside the window [p_t - D, "
+            "p_t + D] (edges included) and inside the sentence, 0 elsewhere; then multiplied by a Gaussian "
+            "of the distance s - p_t, sigma = D / 2, p_t kept real-valued. Luong et al. do not renormalise "
+            "afterwards."
+        ),
+        (
+            "The lines: the distance from every position to every centre, by broadcasting; the mask of "
+            "positions farther than D or at or beyond the valid length; the softmax of the scores filled "
+            "there with the dtype's smallest number, zeroed there; times the Gaussian of the distance."
+        ),
+    ),
     covers="windows of 1, 2 and 3; windows that reach past the start and the end of the sentence; padded and "
     "length-1 sources; float32 and float64; "
     "window edges exactly on a position; large scores; gradients with respect to the scores and p_t",
@@ -735,114 +703,7 @@ def _predict_case(spec: dict[str, Any]) -> Case:
     return Case(label, inputs, spec, ("the centres p_t", "the weights"))
 
 
-# The mistakes of ch5.q4, each written as a learner writes it: local-p attention with one thing changed.
-
-
-def local_p(
-    queries,
-    scores,
-    W_p,
-    v_p,
-    window,
-    valid_lens,
-    *,
-    S="valid",
-    tanh=True,
-    linear=True,
-    sigma=None,
-    before=None,
-    edges=True,
-    use_window=True,
-    cut_padding=True,
-    detach=False,
-    rounded=False,
-):
-    lengths = {
-        "valid": valid_lens,
-        "padded": torch.full_like(valid_lens, scores.shape[-1]),
-        "minus_one": valid_lens - 1,
-    }
-    hidden = F.linear(queries, W_p) if linear else queries @ W_p
-    score = F.linear(torch.tanh(hidden) if tanh else hidden, v_p)[..., 0]
-    centres = lengths[S][:, None] * torch.sigmoid(score)
-    centres = centres.detach() if detach else centres
-    positions = torch.arange(scores.shape[-1], dtype=scores.dtype)
-    distance = positions[None, None, :] - (centres.round() if rounded else centres)[:, :, None]
-    outside = torch.zeros_like(distance, dtype=torch.bool)
-    if use_window:
-        outside |= distance.abs() > window if edges else distance.abs() >= window
-    if cut_padding:
-        outside |= positions >= valid_lens[:, None, None]
-    sigma = window / 2 if sigma is None else sigma
-    gaussian = torch.exp(-(distance**2) / (2 * sigma**2))
-    if before == "log":
-        scores = scores - distance**2 / (2 * sigma**2)
-    elif before == "times":
-        scores = scores * gaussian
-    weights = F.softmax(scores.masked_fill(outside, -1e9), dim=-1) * ~outside
-    return centres, weights * gaussian if before is None else weights
-
-
-def local_p_padded_width(*args):
-    return local_p(*args, S="padded")
-
-
-def local_p_length_minus_one(*args):
-    return local_p(*args, S="minus_one")
-
-
-def local_p_no_tanh(*args):
-    return local_p(*args, tanh=False)
-
-
-def local_p_untransposed_W_p(*args):
-    return local_p(*args, linear=False)
-
-
-def local_p_sigma_d(queries, scores, W_p, v_p, window, valid_lens):
-    return local_p(queries, scores, W_p, v_p, window, valid_lens, sigma=window)
-
-
-def local_p_no_window(*args):
-    return local_p(*args, use_window=False)
-
-
-def local_p_window_past_end(*args):
-    return local_p(*args, cut_padding=False)
-
-
-def local_p_gaussian_added_to_scores(*args):
-    return local_p(*args, before="log")
-
-
-def local_p_gaussian_times_scores(*args):
-    return local_p(*args, before="times")
-
-
-def local_p_open_window(*args):
-    return local_p(*args, edges=False)
-
-
-def local_p_centre_detached(*args):
-    return local_p(*args, detach=True)
-
-
-def local_p_centre_rounded(*args):
-    return local_p(*args, rounded=True)
-
-
-_GAUSSIAN_BEFORE = (
-    "The weights were renormalised after the Gaussian (adding -(s - p_t)^2 / (2 sigma^2) to the scores "
-    "before the softmax does the same), or the Gaussian scaled the scores. Eq. 10 multiplies "
-    "align -- the softmax of the scores inside the window -- by exp(-(s - p_t)^2 / (2 sigma^2)) *after* it: "
-    "the weights then sum to at most 1."
-)
-
-LOCAL_P_ATTENTION = Exercise(
-    "ch5.q4",
-    "local_p_attention",
-    "Local-p attention: predict p_t, then weigh the window",
-    solution='''
+_LOCAL_P_SOLUTION = '''
 def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
     """Luong's local-p alignment (Luong et al. 2015, sec. 3.2): the predicted centre (eq. 9)
     p_t = S_i * sigmoid(v_pᵀ tanh(W_p h_t)), S_i the valid length of sentence i, and the weights (eq. 10)
@@ -863,11 +724,75 @@ def local_p_attention(queries, scores, W_p, v_p, window, valid_lens):
     align = F.softmax(filled, dim=-1).masked_fill(outside, 0.0)                # softmax inside the window
     sigma = window / 2
     return centres, align * torch.exp(-distance**2 / (2 * sigma**2))          # then the Gaussian
-''',
-    hint="First the centre: the score v_pᵀ tanh(W_p h_t) is one number per query; squash it into (0, 1) with "
-    "a sigmoid and stretch it to the sentence, whose length is its *valid* length, not the batch's padded "
-    "width. Then the weights, as in Q3: the window [p_t - D, p_t + D] (edges included) and the padding are "
-    "masked before the softmax, and only then does the Gaussian with sigma = D / 2 multiply the result.",
+'''
+
+
+def _local_p_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch5.q4's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_LOCAL_P_SOLUTION, "local_p_attention", *edits, namespace=_NAMESPACE, rename=name)
+
+
+_S = "S = valid_lens.to(queries.dtype)[:, None]"
+_FILLED = "filled = scores.masked_fill("
+_GAUSSIAN_TERM = "torch.exp(-distance**2 / (2 * (window / 2) ** 2))"
+
+local_p_padded_width = _local_p_with("local_p_padded_width", (_S, "S = scores.shape[-1]"))
+local_p_length_minus_one = _local_p_with(
+    "local_p_length_minus_one", (_S, "S = (valid_lens - 1).to(queries.dtype)[:, None]")
+)
+local_p_no_tanh = _local_p_with("local_p_no_tanh", ("torch.tanh(queries @ W_p.T)", "(queries @ W_p.T)"))
+local_p_untransposed_W_p = _local_p_with("local_p_untransposed_W_p", ("queries @ W_p.T", "queries @ W_p"))
+local_p_sigma_d = _local_p_with("local_p_sigma_d", (_SIGMA, "sigma = window"))
+local_p_no_window = _local_p_with("local_p_no_window", (_WINDOW, ""))
+local_p_window_past_end = _local_p_with("local_p_window_past_end", (_PAST_END, ""))
+local_p_gaussian_added_to_scores = _local_p_with(
+    "local_p_gaussian_added_to_scores",
+    (_FILLED, "filled = (scores - distance**2 / (2 * (window / 2) ** 2)).masked_fill("),
+    (_GAUSSIAN, "align"),
+)
+local_p_gaussian_times_scores = _local_p_with(
+    "local_p_gaussian_times_scores",
+    (_FILLED, f"filled = (scores * {_GAUSSIAN_TERM}).masked_fill("),
+    (_GAUSSIAN, "align"),
+)
+local_p_open_window = _local_p_with(
+    "local_p_open_window", ("distance.abs() > window", "distance.abs() >= window")
+)
+local_p_centre_detached = _local_p_with(
+    "local_p_centre_detached", ("@ v_p.T).squeeze(-1)", "@ v_p.T).squeeze(-1).detach()")
+)
+local_p_centre_rounded = _local_p_with("local_p_centre_rounded", (_CENTRES, "- centres.round()[:, :, None]"))
+
+
+_GAUSSIAN_BEFORE = (
+    "The weights were renormalised after the Gaussian (adding -(s - p_t)^2 / (2 sigma^2) to the scores "
+    "before the softmax does the same), or the Gaussian scaled the scores. Eq. 10 multiplies "
+    "align -- the softmax of the scores inside the window -- by exp(-(s - p_t)^2 / (2 sigma^2)) *after* it: "
+    "the weights then sum to at most 1."
+)
+
+LOCAL_P_ATTENTION = Exercise(
+    "ch5.q4",
+    "local_p_attention",
+    "Local-p attention: predict p_t, then weigh the window",
+    solution=_LOCAL_P_SOLUTION,
+    hint=(
+        (
+            "What length S does p_t = S * sigmoid(...) stretch over for a sentence shorter than the batch's "
+            "padded width?"
+        ),
+        (
+            "Local-p predicts its centre (eq. 9): the score v_pᵀ tanh(W_p h_t), one number per query, "
+            "squashed into (0, 1) by a sigmoid and stretched to the sentence, whose length is its valid "
+            "length, not the batch's padded width. Then the weights as in Q3: window and padding masked "
+            "before the softmax, the Gaussian with sigma = D / 2 after it."
+        ),
+        (
+            "The centre line: each sentence's valid length (a float, with a query axis) times the sigmoid "
+            "of v_p applied to tanh of W_p applied to the queries (each as nn.Linear applies its weight, "
+            "transposed), its last axis dropped; the lines after it are Q3's, around these centres."
+        ),
+    ),
     covers="p_t from each sentence's own length; window edges hit exactly (p_t = S_i / 2); windows wider "
     "than short sentences; several queries per call; W_p applied as nn.Linear does; float32 and float64; "
     "gradients reaching W_p, v_p, the queries and the scores",

@@ -8,13 +8,15 @@ The greedy check also counts the rows fed to the decoder at each step: finished 
 batch. The beam step is checked against the best continuations over all beams.
 
 The references of greedy and beam search are the package's own (`attn_course.models.decoding`). Each known
-mistake is written once, as the wrong code a learner writes (`greedy_feeds_bos`, `beam_swapped`, ...); those
-of beam search are the model answer with the learner's lines edited in (`_beam_search_with`), so that the
-checks hold one beam search besides the package's: the model answer.
+mistake is written once, as the wrong code a learner writes: the exercise's model answer with the learner's
+lines edited in (`core.edit_of`: `greedy_feeds_bos`, `beam_swapped`, `beam_search_by_raw_score`, ...), so that
+the checks hold no greedy or beam search besides the package's and the model answers; two mistakes that are a
+different search altogether (`beam_best_token_per_beam`, `beam_search_cut_at_eos`) are written out whole.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -23,8 +25,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, resolve
+from attn_course_exercises.core import Case, ErrorHint, Exercise, Mistake, edit_of, resolve
 from attn_course_exercises.inputs import seeded_randn, spec_generator, spec_lengths, spec_size
+
+#: What the chapter's set-up cell imports: the names a learner's answer, and so each mistake's code, uses.
+_NAMESPACE = {"__name__": __name__, "math": math, "torch": torch, "F": F}
 
 
 class ScriptedState(NamedTuple):
@@ -159,106 +164,7 @@ def _greedy_reference(inputs: dict[str, Any]) -> tuple[list[list[int]], list[int
     return [h.tokens for h in hypotheses], list(model.decoder.rows_fed)
 
 
-# The mistakes of ch6.q1, each written as a learner writes it: greedy search with one thing changed.
-
-
-def greedy(
-    model,
-    src,
-    src_valid_lens,
-    *,
-    bos,
-    eos,
-    max_len,
-    keep_eos=False,
-    stop=True,
-    stop_all_at_first=False,
-    feed_bos=False,
-    steps_offset=0,
-    skip_finished=True,
-    drop_rows=True,
-    truncate=False,
-):
-    state = model.decoder.init_state(model.encode(src, src_valid_lens))
-    y = torch.full((src.shape[0],), bos)
-    tokens = [[] for _ in range(src.shape[0])]
-    done = [False] * src.shape[0]
-    active = list(range(src.shape[0]))
-    drop_rows = drop_rows and stop and skip_finished and not stop_all_at_first and not truncate
-    for _ in range(max_len + steps_offset):
-        logits, state, _ = model.decoder.step(y, state)
-        choice = logits.argmax(-1)
-        y = torch.full_like(choice, bos) if feed_bos else choice
-        for i, token in zip(active, choice.tolist(), strict=True):
-            if done[i] and stop and skip_finished:
-                continue
-            if token == eos:
-                done[i] = True
-                if keep_eos or not stop:
-                    tokens[i].append(token)
-            else:
-                tokens[i].append(token)
-        if truncate:
-            continue
-        if stop and (all(done) or (stop_all_at_first and any(done))):
-            break
-        if drop_rows:
-            keep = [j for j, i in enumerate(active) if not done[i]]
-            index = torch.tensor(keep, dtype=torch.long)
-            active, y, state = [active[j] for j in keep], y[index], state.index_select(index)
-    return tokens
-
-
-def _where_distinct(tokens: list[list[int]], max_len: int) -> list[list[int]]:
-    """The tokens of greedy_truncates or greedy_keeps_finished_rows, on a batch where no sentence needs all
-    max_len steps; else ValueError: there the two do the same work, and a case where they differ names the
-    mistake."""
-    if any(len(row) >= max_len - 1 for row in tokens):  # a sentence ends at step max_len, or never
-        raise ValueError("a sentence runs to max_len: the two mistakes do the same work on this batch")
-    return tokens
-
-
-def greedy_truncates(*args, **kwargs):
-    return _where_distinct(greedy(*args, **kwargs, truncate=True), kwargs["max_len"])
-
-
-def greedy_keeps_finished_rows(*args, **kwargs):
-    return _where_distinct(greedy(*args, **kwargs, drop_rows=False), kwargs["max_len"])
-
-
-def greedy_keeps_eos(*args, **kwargs):
-    return greedy(*args, **kwargs, keep_eos=True)
-
-
-def greedy_never_stops(*args, **kwargs):
-    return greedy(*args, **kwargs, stop=False)
-
-
-def greedy_stops_at_first_eos(*args, **kwargs):
-    return greedy(*args, **kwargs, stop_all_at_first=True)
-
-
-def greedy_feeds_bos(*args, **kwargs):
-    return greedy(*args, **kwargs, feed_bos=True)
-
-
-def greedy_one_step_short(*args, **kwargs):
-    return greedy(*args, **kwargs, steps_offset=-1)
-
-
-def greedy_one_step_long(*args, **kwargs):
-    return greedy(*args, **kwargs, steps_offset=1)
-
-
-def greedy_keeps_tokens_after_eos(*args, **kwargs):
-    return greedy(*args, **kwargs, skip_finished=False)
-
-
-GREEDY_DECODE = Exercise(
-    "ch6.q1",
-    "greedy_decode",
-    "Batched greedy decoding that stops each sentence at its <eos>",
-    solution='''
+_GREEDY_SOLUTION = '''
 def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
     """Greedy search for a batch: at every step each unfinished sentence takes its most likely token.
 
@@ -286,12 +192,98 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
             break
         active, y, state = active[keep], y[keep], state.index_select(keep)
     return tokens
-''',
-    hint="Start from the encoder's state and <bos> for every sentence; at each of at most max_len steps, "
-    "ask the decoder for the next token's logits, take the most likely token and feed it back at the next "
-    "step. Keep track of which sentence each row of the batch belongs to: a sentence that produced <eos> "
-    "is finished (and <eos> is not in its list), so drop its row from the tokens you feed back and from "
-    "the decoder state (`state.index_select` keeps the rows you give it). When no row is left, stop.",
+'''
+
+
+def _greedy_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch6.q1's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_GREEDY_SOLUTION, "greedy_decode", *edits, namespace=_NAMESPACE, rename=name)
+
+
+def _where_distinct(answer: Callable) -> Callable:
+    """`answer` (greedy_truncates or greedy_keeps_finished_rows), raising ValueError on a batch where a
+    sentence needs all max_len steps: there the two do the same work, and a case where they differ names the
+    mistake. Its source (`Mistake.code`) is the answer's."""
+
+    def distinct(*args: Any, **kwargs: Any) -> list[list[int]]:
+        tokens = answer(*args, **kwargs)
+        if any(len(row) >= kwargs["max_len"] - 1 for row in tokens):  # ends at step max_len, or never
+            raise ValueError("a sentence runs to max_len: the two mistakes do the same work on this batch")
+        return tokens
+
+    return functools.update_wrapper(distinct, answer)
+
+
+# The mistakes of ch6.q1, each written as a learner writes it: the model answer with the learner's lines.
+
+_LOOP = "    for _ in range(max_len):\n"
+_WITH_DONE = "    done = torch.zeros(src.shape[0], dtype=torch.bool)\n" + _LOOP
+_APPEND = "            if token != eos:\n                tokens[i].append(token)\n"
+_LEAVE = """        keep = (y != eos).nonzero()[:, 0]                  # finished sentences leave the batch
+        if keep.numel() == 0:
+            break
+        active, y, state = active[keep], y[keep], state.index_select(keep)
+"""
+_DONE_STOPS = "        done |= y == eos\n        if done.all():\n            break\n"
+
+greedy_truncates = _where_distinct(
+    _greedy_with(
+        "greedy_truncates",
+        (_LOOP, _WITH_DONE),
+        (_APPEND, _APPEND.replace("token != eos", "token != eos and not done[i]")),
+        (_LEAVE, "        done |= y == eos\n"),
+    )
+)
+greedy_keeps_finished_rows = _where_distinct(
+    _greedy_with(
+        "greedy_keeps_finished_rows",
+        (_LOOP, _WITH_DONE),
+        (_APPEND, _APPEND.replace("token != eos", "token != eos and not done[i]")),
+        (_LEAVE, _DONE_STOPS),
+    )
+)
+greedy_keeps_eos = _greedy_with("greedy_keeps_eos", (_APPEND, "            tokens[i].append(token)\n"))
+greedy_never_stops = _greedy_with(
+    "greedy_never_stops", (_APPEND, "            tokens[i].append(token)\n"), (_LEAVE, "")
+)
+greedy_stops_at_first_eos = _greedy_with(
+    "greedy_stops_at_first_eos", (_LEAVE, "        if (y == eos).any():\n            break\n")
+)
+greedy_feeds_bos = _greedy_with(
+    "greedy_feeds_bos", ("model.decoder.step(y, state)", "model.decoder.step(torch.full_like(y, bos), state)")
+)
+greedy_one_step_short = _greedy_with("greedy_one_step_short", ("range(max_len)", "range(max_len - 1)"))
+greedy_one_step_long = _greedy_with("greedy_one_step_long", ("range(max_len)", "range(max_len + 1)"))
+greedy_keeps_tokens_after_eos = _greedy_with(
+    "greedy_keeps_tokens_after_eos", (_LOOP, _WITH_DONE), (_LEAVE, _DONE_STOPS)
+)
+greedy_appends_by_row = _greedy_with(
+    "greedy_appends_by_row", ("zip(active.tolist(), y.tolist(), strict=True)", "enumerate(y.tolist())")
+)
+
+
+GREEDY_DECODE = Exercise(
+    "ch6.q1",
+    "greedy_decode",
+    "Batched greedy decoding that stops each sentence at its <eos>",
+    solution=_GREEDY_SOLUTION,
+    hint=(
+        (
+            "At each step, which sentences still need the decoder, and how does your loop know which "
+            "sentence each row of the batch belongs to once some have finished?"
+        ),
+        (
+            "Greedy search with early stopping: each step feeds back each sentence's most likely token; a "
+            "sentence that produces <eos> is finished (the <eos> is not in its list) and leaves the batch, "
+            "its row dropped from the tokens fed back and from the decoder state (the state's index_select "
+            "keeps the rows you give it). The search stops when no row is left, or after max_len steps."
+        ),
+        (
+            "The line to write comes after the step's tokens are recorded: find the rows whose token is not "
+            "<eos>, and keep exactly those rows, in one go, of the row-to-sentence map, of the tokens fed "
+            "back and of the state; stop the loop when there are none."
+        ),
+    ),
     covers="sentences that end at different steps, sentences cut by max_len, max_len 1, a batch of one; "
     "finished sentences leave the batch and the search stops when all have finished",
     defaults={
@@ -316,14 +308,14 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
     reference=_greedy_reference,
     mistakes=[
         Mistake(
-            "The tokens are right, but your search ran every sentence to max_len and cut the lists "
-            "afterwards (d2l's way): stop calling the decoder once every sentence has produced <eos>, and "
+            "Your search ran every sentence to max_len and cut the lists afterwards (d2l's way): stop "
+            "calling the decoder once every sentence has produced <eos>, and "
             "drop each finished sentence's row from the batch.",
             wrong=greedy_truncates,
         ),
         Mistake(
-            "The tokens are right, but finished sentences stayed in the batch: the decoder kept computing "
-            "their rows after their <eos>. Drop a sentence's row (from the tokens fed back and from the "
+            "Finished sentences stayed in the batch: the decoder kept computing their rows after their "
+            "<eos>. Drop a sentence's row (from the tokens fed back and from the "
             "state, `state.index_select`) as soon as it finishes, so each step feeds only the unfinished "
             "sentences.",
             wrong=greedy_keeps_finished_rows,
@@ -361,12 +353,20 @@ def greedy_decode(model, src, src_valid_lens, *, bos, eos, max_len):
             "Off by one: a sentence without <eos> gets max_len tokens; yours got one more.",
             wrong=greedy_one_step_long,
         ),
+        Mistake(
+            "Once a sentence has left the batch, row j is no longer sentence j: the tokens went to the "
+            "sentence with the row's number. Keep the sentence of each row still in the batch (drop it "
+            "with the row) and append each token to that sentence's list.",
+            wrong=greedy_appends_by_row,
+        ),
     ],
     error_hints=[
         ErrorHint(
-            r"argument 'index'|index out of range in self|Expected tensor for argument",
+            r"argument 'index'|index out of range in self|Expected tensor for argument|is out of bounds for "
+            r"dimension",
             "Feed the decoder a tensor of token ids of shape (batch_size,), dtype long: "
-            "`torch.full((batch_size,), bos, dtype=torch.long)` at the start, then the argmax.",
+            "`torch.full((batch_size,), bos, dtype=torch.long)` at the start, then the argmax over the "
+            "vocabulary, the last axis (`argmax(dim=-1)`): one token per row.",
         ),
     ],
     package=["attn_course.models.decoding.greedy_decode", "attn_course.models.decoding.beam_search"],
@@ -405,56 +405,7 @@ def _beam_step(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torc
     return top, index // v, index % v
 
 
-# The mistakes of ch6.q2, each written as a learner writes it.
-
-
-def beam_without_prefix_scores(beam_scores, log_probs, beam_size):
-    top, index = log_probs.reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
-
-
-def beam_best_token_per_beam(beam_scores, log_probs, beam_size):
-    best, tokens = (beam_scores[:, :, None] + log_probs).max(-1)
-    return best, torch.arange(beam_size).expand_as(tokens), tokens
-
-
-def beam_swapped(beam_scores, log_probs, beam_size):
-    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    return top, index % log_probs.shape[-1], index // log_probs.shape[-1]
-
-
-def beam_divided_by_beam_size(beam_scores, log_probs, beam_size):
-    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    return top, index // beam_size, index % beam_size
-
-
-def beam_multiplied(beam_scores, log_probs, beam_size):
-    top, index = (beam_scores[:, :, None] * log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
-
-
-def beam_smallest(beam_scores, log_probs, beam_size):
-    candidates = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1)
-    top, index = candidates.topk(beam_size, dim=-1, largest=False)
-    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
-
-
-def beam_worst_first(beam_scores, log_probs, beam_size):
-    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    top, index = top.flip(-1), index.flip(-1)
-    return top, index // log_probs.shape[-1], index % log_probs.shape[-1]
-
-
-def beam_scores_last(beam_scores, log_probs, beam_size):
-    top, index = (beam_scores[:, :, None] + log_probs).reshape(log_probs.shape[0], -1).topk(beam_size, dim=-1)
-    return index // log_probs.shape[-1], index % log_probs.shape[-1], top
-
-
-BEAM_STEP = Exercise(
-    "ch6.q2",
-    "beam_step",
-    "One step of beam search: the best continuations over all beams",
-    solution='''
+_BEAM_STEP_SOLUTION = '''
 def beam_step(beam_scores, log_probs, beam_size):
     """Extend every beam by every token and keep the beam_size best continuations of each sentence.
 
@@ -467,11 +418,66 @@ def beam_step(beam_scores, log_probs, beam_size):
     candidates = (beam_scores[:, :, None] + log_probs).reshape(batch_size, -1)  # (batch, beam_size * vocab)
     scores, index = candidates.topk(beam_size, dim=-1)
     return scores, index // vocab_size, index % vocab_size
-''',
-    hint="A continuation's score is its prefix's log P plus the token's log-probability. The best beam_size "
-    "continuations are taken over all beams and tokens together, not beam by beam: put a sentence's "
-    "beam_size * vocab_size candidates on one axis, and work out from a candidate's position there "
-    "which beam it extends and which token it adds.",
+'''
+
+
+def _beam_step_with(name: str, *edits: tuple[str, str]) -> Callable:
+    """ch6.q2's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_BEAM_STEP_SOLUTION, "beam_step", *edits, namespace=_NAMESPACE, rename=name)
+
+
+# The mistakes of ch6.q2, each written as a learner writes it: the model answer with the learner's lines, but
+# for keeping each beam's best token (a different search).
+
+_SUM = "beam_scores[:, :, None] + log_probs"
+_SPLIT = "return scores, index // vocab_size, index % vocab_size"
+_TOPK = "scores, index = candidates.topk(beam_size, dim=-1)"
+
+beam_without_prefix_scores = _beam_step_with("beam_without_prefix_scores", (f"({_SUM})", "log_probs"))
+beam_swapped = _beam_step_with(
+    "beam_swapped", (_SPLIT, "return scores, index % vocab_size, index // vocab_size")
+)
+beam_divided_by_beam_size = _beam_step_with(
+    "beam_divided_by_beam_size", (_SPLIT, "return scores, index // beam_size, index % beam_size")
+)
+beam_multiplied = _beam_step_with("beam_multiplied", (_SUM, "beam_scores[:, :, None] * log_probs"))
+beam_smallest = _beam_step_with(
+    "beam_smallest", (_TOPK, "scores, index = candidates.topk(beam_size, dim=-1, largest=False)")
+)
+beam_worst_first = _beam_step_with(
+    "beam_worst_first", (_TOPK, _TOPK + "\n    scores, index = scores.flip(-1), index.flip(-1)")
+)
+beam_scores_last = _beam_step_with(
+    "beam_scores_last", (_SPLIT, "return index // vocab_size, index % vocab_size, scores")
+)
+
+
+def beam_best_token_per_beam(beam_scores, log_probs, beam_size):
+    best, tokens = (beam_scores[:, :, None] + log_probs).max(-1)
+    return best, torch.arange(beam_size).expand_as(tokens), tokens
+
+
+BEAM_STEP = Exercise(
+    "ch6.q2",
+    "beam_step",
+    "One step of beam search: the best continuations over all beams",
+    solution=_BEAM_STEP_SOLUTION,
+    hint=(
+        (
+            "Must the beam_size best continuations come from different beams, or may one good beam supply "
+            "several of them?"
+        ),
+        (
+            "A continuation's score is its prefix's log P plus the token's log-probability, and the best "
+            "are taken over all beams and tokens together: one axis of beam_size * vocab_size candidates "
+            "per sentence, whose position says both the beam it extends and the token it adds."
+        ),
+        (
+            "The lines to write: add each beam's score to its log-probabilities (broadcast over the "
+            "tokens), flatten each sentence's candidates into one axis, take its beam_size largest; then "
+            "split each position into its beam (the quotient by vocab_size) and its token (the remainder)."
+        ),
+    ),
     covers="the first step (one live beam), later steps, beam size 1, beam_size * vocab_size candidates",
     defaults={"seed": 0, "batch_size": 2, "beam_size": 3, "vocab_size": 7, "first_step": False},
     specs=[
@@ -640,19 +646,8 @@ def beam_search(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alp
 
 
 def _beam_search_with(name: str, *edits: tuple[str, str]) -> Callable:
-    """ch6.q3's model answer with a bug, as a learner writes it: each (right, wrong) piece of its source
-    replaced, the result named `name`. The one beam search of the checks stays the model answer; a mistake
-    is the few characters that make it."""
-    source = _BEAM_SEARCH_SOLUTION
-    for right, wrong in edits:
-        if source.count(right) != 1:
-            raise ValueError(f"{name}: {right!r} is not once in ch6.q3's solution")
-        source = source.replace(right, wrong)
-    namespace = {"__name__": __name__, "math": math, "torch": torch, "F": F}
-    exec(compile(source, f"<{name}>", "exec"), namespace)
-    answer = namespace["beam_search"]
-    answer.__name__ = answer.__qualname__ = name
-    return answer
+    """ch6.q3's model answer with a learner's bug: each (right, wrong) piece of its source replaced."""
+    return edit_of(_BEAM_SEARCH_SOLUTION, "beam_search", *edits, namespace=_NAMESPACE, rename=name)
 
 
 # The mistakes of ch6.q3, each written as a learner writes it: the model answer with the learner's lines.
@@ -712,6 +707,27 @@ beam_search_new_beams_among_the_best = _beam_search_with(
 )
 
 
+beam_search_length_times_alpha = _beam_search_with(
+    "beam_search_length_times_alpha",
+    ("top[b, j].item() / (t + 1) ** alpha", "top[b, j].item() / ((t + 1) * alpha)"),
+    ("scores[b, k].item() / (t + 1) ** alpha", "scores[b, k].item() / ((t + 1) * alpha)"),
+)
+beam_search_state_rows_within_sentence = _beam_search_with(
+    "beam_search_state_rows_within_sentence",
+    (
+        "state.index_select(torch.tensor([row for row, _ in keep]))",
+        "state.index_select(torch.tensor([row % K for row, _ in keep]))",
+    ),
+)
+beam_search_finished_with_eos = _beam_search_with(
+    "beam_search_finished_with_eos",
+    (
+        "finished[b].append((top[b, j].item() / (t + 1) ** alpha, prefix))",
+        "finished[b].append((top[b, j].item() / (t + 1) ** alpha, prefix + [eos]))",
+    ),
+)
+
+
 def beam_search_cut_at_eos(model, src, src_valid_lens, *, bos, eos, max_len, beam_size, alpha):
     results = []
     for i in range(src.shape[0]):  # one sentence at a time; <eos> is a token like any other
@@ -746,15 +762,29 @@ BEAM_SEARCH = Exercise(
     "beam_search",
     "Batched beam search with finished hypotheses and length normalisation",
     solution=_BEAM_SEARCH_SOLUTION,
-    hint="Give each sentence beam_size rows (the state's `index_select` can repeat rows), only the first "
-    "alive at the start (score 0, the others -inf). Each step ranks the continuations like your "
-    "beam_step, but looks at more than beam_size of them, since some of the best may end in <eos>: "
-    "those among the beam_size best are set aside with log P / L^alpha, and the beam_size best others "
-    "become the beams. The decoder state must follow the beams you keep. A sentence is done with "
-    "beam_size finished hypotheses, or at max_len, where its live beams compete too.",
+    hint=(
+        (
+            "When one of the best continuations ends in <eos>, should it stay among the beams, and how many "
+            "candidates must a step look at so that beam_size live beams remain?"
+        ),
+        (
+            "Give each sentence beam_size rows (the state's index_select can repeat rows), only the first "
+            "alive at the start (score 0, the others -inf). Each step ranks the continuations like your "
+            "beam_step, but looks at more than beam_size of them, since some of the best may end in <eos>: "
+            "those among the beam_size best are finished hypotheses, scored log P / L^alpha (L counts the "
+            "<eos>), and the beam_size best others become the beams. The decoder state follows the beams "
+            "you keep. A sentence is done with beam_size finished hypotheses, or at max_len, where its live "
+            "beams compete too."
+        ),
+        (
+            "The lines to check: where a finished hypothesis is scored (log P divided by its length, <eos> "
+            "included, raised to the power alpha) and where the state is reordered (by each new beam's row "
+            "in the whole batch, its sentence's offset plus the beam it extends)."
+        ),
+    ),
     covers="beams reordered across rows, hypotheses finishing at different steps, length normalisation "
-    "(with <eos> counted in L) changing the winner, sentences stopped by max_len with more live beams than "
-    "room, beam size 1 and 3",
+    "(with <eos> counted in L, alpha 0.5, 0.75 and 1) changing the winner, sentences stopped by max_len with "
+    "more live beams than room, beam size 1 and 3",
     defaults={
         "seed": 0,
         "batch_size": 3,
@@ -775,6 +805,7 @@ BEAM_SEARCH = Exercise(
         {"seed": 161, "batch_size": 4, "max_len": 5},
         {"seed": 152, "max_len": 4},  # a sentence's best hypothesis depends on counting its <eos> in L
         {"seed": 151, "max_len": 4},  # at max_len, more live beams than room for them
+        {"seed": 166, "alpha": 0.5, "max_len": 6},  # L^0.5 and L (alpha = 1) pick different winners
     ],
     build=_beam_search_case,
     call=_beam_search_call,
@@ -835,6 +866,24 @@ BEAM_SEARCH = Exercise(
             "a finished hypothesis at once (scored with log P up to its <eos>), and the beams go on "
             "without it.",
             wrong=beam_search_cut_at_eos,
+        ),
+        Mistake(
+            "The length penalty is a power, L^alpha: you divided by L * alpha (or by L alone), which ranks "
+            "the candidates as alpha = 1 would, since a constant factor 1/alpha changes no comparison. "
+            "Raise the length to the power alpha (`** alpha`).",
+            wrong=beam_search_length_times_alpha,
+        ),
+        Mistake(
+            "The decoder state follows the wrong sentence: each sentence's beams are its own beam_size rows "
+            "of the batch, row b * beam_size + beam. You reordered the state by the beam number alone "
+            "(0 .. beam_size - 1), so every sentence continues from the first sentence's states: add the "
+            "sentence's offset b * beam_size.",
+            wrong=beam_search_state_rows_within_sentence,
+        ),
+        Mistake(
+            "The finished hypotheses kept their <eos>: a finished translation's tokens are its prefix, "
+            "without <bos> and <eos> (the <eos> still counts in its length L).",
+            wrong=beam_search_finished_with_eos,
         ),
     ],
     error_hints=[

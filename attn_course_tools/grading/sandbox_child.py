@@ -315,6 +315,8 @@ def _hide_solutions(keys: list[str]) -> Originals:
     for exercise in checks.EXERCISES.values():
         exercise.graded, exercise.solution_code = True, SOLUTION_OFF
         exercise._reference = exercise._build = _refuse_reference
+        for mistake in exercise.mistakes:
+            _forget_edited_source(mistake.wrong)
         exercise.mistakes = ()
     _blank_source_text()
     owners: dict[str, set[str]] = {}  # package module -> the job's exercises that re-implement part of it
@@ -339,13 +341,33 @@ def _hide_solutions(keys: list[str]) -> Originals:
 
 def _blank_source_text() -> None:
     """Blank the checks' module-level source text (a model answer kept as a string, such as the one
-    chapter 6's mistakes are edited from, and the snippets of the mistakes' lines): nothing the checks
+    chapter 6's mistakes are edited from, and the snippets of the mistakes' lines) and the source a mistake
+    written as an edit of the model answer keeps (`core.edit_of`'s `__course_source__`): nothing the checks
     still need in the sandbox, and near enough to an answer to be kept from the learner's code."""
     for name, module in list(sys.modules.items()):
         if name.startswith("attn_course_exercises."):
             for attr, value in list(vars(module).items()):
                 if isinstance(value, str) and "\n" in value and not attr.startswith("__"):
                     setattr(module, attr, "")
+                else:
+                    _forget_edited_source(value)
+
+
+def _forget_edited_source(obj: Any, depth: int = 0) -> None:
+    """Take the source text `core.edit_of` kept off `obj` (a function or class), and off the functions it
+    wraps or holds in its closure (a mistake built from another)."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)) or depth > 8:
+        return
+    if "__course_source__" in vars(obj):
+        delattr(obj, "__course_source__")
+    inner = [getattr(obj, "__wrapped__", None)]
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            inner.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    for value in inner:
+        _forget_edited_source(value, depth + 1)
 
 
 #: {dotted name: (original, the exercises it is the answer of, None for every exercise)}.

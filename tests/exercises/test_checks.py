@@ -22,7 +22,6 @@ from torch.nn import functional as F
 
 import attn_course_exercises as checks
 from attn_course.attention.masking import masked_softmax
-from attn_course_exercises import ch4_bahdanau, ch5_luong
 from attn_course_exercises.bug_hunt import BugHunt
 from attn_course_exercises.ch1_lookup import nw_exp_over_sum
 from attn_course_exercises.ch1_masking import mask_inverted
@@ -100,6 +99,34 @@ def softmax_detached(scores, valid_lens=None):
     return written_masked_softmax(scores.detach(), valid_lens)
 
 
+def softmax_fill_float32_min(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    return F.softmax(scores.masked_fill(~keep, torch.finfo(torch.float32).min), dim=-1) * keep
+
+
+def softmax_float32_min_assigned(scores, valid_lens=None):
+    filled = scores.clone()
+    if valid_lens is None:
+        return F.softmax(filled, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    filled[~keep] = torch.finfo(torch.float32).min
+    return F.softmax(filled, dim=-1) * keep
+
+
+def causal_mask_padded_from_longest(valid_lens, num_steps):
+    n = int(valid_lens.max())
+    causal = F.pad(torch.ones(n, n).tril(), (0, num_steps - n, 0, num_steps - n)).bool()
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_sized_by_longest(valid_lens, num_steps):
+    n = int(valid_lens.max())
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
 class AdditiveNoBroadcast(AdditiveLayers):
     def attend(self, queries, memory):
         projected_keys, values, valid_lens = memory
@@ -160,16 +187,21 @@ class QueryWithoutAxis:
         return self.attention.attend(queries[:, 0], memory)
 
 
+def model_answer(key: str) -> object:
+    """Exercise `key`'s model answer, defined as a learner's cell is."""
+    return define(key, checks.EXERCISES[key].solution_code)
+
+
 def bahdanau_query_without_axis(embedded, s_0, memory, attention, rnn):
-    return ch4_bahdanau.bahdanau(embedded, s_0, memory, QueryWithoutAxis(attention), rnn)
+    return model_answer("ch4.q1")(embedded, s_0, memory, QueryWithoutAxis(attention), rnn)
 
 
 def luong_query_without_axis(y_emb, h_prev, feed, memory, attention, rnn, W_c):
-    return ch5_luong.luong(y_emb, h_prev, feed, memory, QueryWithoutAxis(attention), rnn, W_c)
+    return model_answer("ch5.q2")(y_emb, h_prev, feed, memory, QueryWithoutAxis(attention), rnn, W_c)
 
 
 def local_p_renormalised(*args):
-    centres, weights = ch5_luong.local_p(*args)
+    centres, weights = model_answer("ch5.q4")(*args)
     return centres, weights / weights.sum(-1, keepdim=True)
 
 
@@ -296,6 +328,10 @@ MUTANTS = [
     ("ch5.q4", local_p_renormalised, "were renormalised after the Gaussian"),
     ("ch6.q2", beam_topk_per_beam, "shape (2, 9), expected (2, 3)"),
     ("ch3.q2", state_batch_axis, "You indexed the batch axis"),
+    ("ch1.q2", softmax_fill_float32_min, "`torch.finfo(torch.float32).min` (about -3.4e38) does not fit"),
+    ("ch1.q2", softmax_float32_min_assigned, "NaN in half precision: `torch.finfo(torch.float32).min`"),
+    ("ch11.q1", causal_mask_padded_from_longest, "The causal triangle stops at the longest valid length"),
+    ("ch11.q1", causal_mask_sized_by_longest, "not sized from the longest valid length"),
 ]
 
 
@@ -342,10 +378,10 @@ MUTANTS += [
     ("ch12.q1", learner("ch12.q1", "cuts off the last row and column"), "padded as in a batch"),
     ("ch12.q1", learner("ch12.q1", "ties count"), "Ties were counted as crossings"),
     ("ch12.q1", learner("ch12.q1", "calls the course's attention_to_links"), "calls the course's own"),
-    ("ch12.q2", learner("ch12.q2", "first reference with corpus_bleu"), "Only the first reference"),
-    ("ch12.q2", learner("ch12.q2", "upper edge included"), "the bins are half-open"),
-    ("ch12.q2", learner("ch12.q2", "average of sentence scores"), "the mean of the sentences' BLEU"),
-    ("ch12.q2", learner("ch12.q2", "calls the course's bleu_by_length"), "calls the course's own"),
+    ("ch12.q2", learner("ch12.q2", "a crossing with one right row called a reordering"), "only when *both*"),
+    ("ch12.q2", learner("ch12.q2", "links looked up as (t, i)"), "read the other way round"),
+    ("ch12.q2", learner("ch12.q2", "misaligned means the row's peak is under one half"), "not its correctness"),
+    ("ch12.q2", learner("ch12.q2", "the kinds given as numbers"), "not how many there are"),
 ]
 
 
@@ -830,7 +866,7 @@ def doubling(mistakes: list[checks.Mistake], error_hints: tuple[checks.ErrorHint
         "double",
         "double",
         solution="def double(x):\n    return 2 * x\n",
-        hint="",
+        hint="What does doubling do to x?",
         covers="",
         defaults={"x": 1},
         specs=[{"x": 1}, {"x": 2}, {"x": 3}],

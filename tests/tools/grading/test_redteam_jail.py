@@ -301,6 +301,46 @@ def test_the_answers_are_not_in_the_sandboxes_memory_nor_in_the_checks_globals(t
     assert q1.points == 1  # the blank text defines nothing, and the honest answer below it counts
 
 
+#: A mistake written as an edit of the model answer kept that edited answer as text on its function: look
+#: for it on every function of the chapters' checks, their closures and what they wrap.
+READS_EDITED_SOURCE = """
+import attn_course_exercises as checks_package
+import sys
+
+leaked = []
+
+
+def visit(obj, depth=0):
+    if obj is None or depth > 6:
+        return
+    if isinstance(getattr(obj, "__course_source__", None), str):
+        leaked.append(obj)
+    for cell in getattr(obj, "__closure__", None) or ():
+        try:
+            visit(cell.cell_contents, depth + 1)
+        except ValueError:
+            pass
+    visit(getattr(obj, "__wrapped__", None), depth + 1)
+
+
+for name, module in list(sys.modules.items()):
+    if name.startswith("attn_course_exercises.ch"):
+        for value in list(vars(module).values()):
+            visit(value)
+"""
+
+
+@pytest.mark.slow
+def test_no_mistake_keeps_the_edited_model_answer_in_the_sandbox(tmp_path: Path) -> None:
+    import attn_course_exercises.ch2_scoring as ch2
+
+    assert any(getattr(v, "__course_source__", None) for v in vars(ch2).values())  # the grader's side has it
+    cell = READS_EDITED_SOURCE + Q1.solution_code + "if leaked:\n    sequence_mask = None\n"
+    graded = grade_submission(write(tmp_path, "eve", notebook({"ch1.q1": cell})), limits=LIMITS)
+    q1 = graded.exercises["ch1.q1"]
+    assert q1.points == 1, q1.message  # nothing leaked, so the honest answer below the search counts
+
+
 #: Leaves a note for the next submission wherever it can write outside its own job folder ...
 LEAVES_NOTE = """
 import os
