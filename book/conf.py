@@ -60,6 +60,14 @@ nb_ipywidgets_js = {
     "@jupyter-widgets/html-manager/dist/embed-amd.js": {"data-jupyter-widgets-cdn": "_static/"},
 }
 
+# An output that carries both a widget and its own static HTML (a predict-then-see question: the widget for a
+# live kernel, a <details> with the answer for a page) shows the HTML, which works without a kernel; widgets
+# without HTML (the explorer, the playground) still show their stored view. JupyterLab keeps the widget first.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+nb_mime_priority_overrides = [
+    (builder, WIDGET_VIEW, 35) for builder in ("html", "dirhtml", "singlehtml", "epub")
+]  # myst-nb's defaults: widget 10, text/html 30, image/svg+xml 40, text/plain 100
+
 html_theme = "sphinx_book_theme"
 html_title = "attn-course: attention for sequence-to-sequence models"
 html_favicon = "favicon.svg"

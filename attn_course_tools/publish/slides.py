@@ -175,7 +175,15 @@ def slide_view(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return deck
 
 
+#: A live widget's view: in a deck (no kernel) an output that also carries its own HTML (a predict-then-see
+#: question) shows that HTML, with the answer behind a click, not a widget whose buttons do nothing.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def _trim_output(output: dict) -> None:
+    data = output.get("data", {})
+    if WIDGET_VIEW in data and "text/html" in data:
+        del data[WIDGET_VIEW]
     if output.get("output_type") == "stream":
         output["text"] = trim_text(output["text"])
     elif "text/plain" in output.get("data", {}) and len(output["data"]) == 1:

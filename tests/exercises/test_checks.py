@@ -380,7 +380,8 @@ MUTANTS += [
     ("ch12.q1", learner("ch12.q1", "calls the course's attention_to_links"), "calls the course's own"),
     ("ch12.q2", learner("ch12.q2", "a crossing with one right row called a reordering"), "only when *both*"),
     ("ch12.q2", learner("ch12.q2", "links looked up as (t, i)"), "read the other way round"),
-    ("ch12.q2", learner("ch12.q2", "misaligned means the row's peak is under one half"), "not its correctness"),
+    ("ch12.q2", learner("ch12.q2", "misaligned means the row's peak is under one half"),
+     "not its correctness"),
     ("ch12.q2", learner("ch12.q2", "the kinds given as numbers"), "not how many there are"),
 ]
 

@@ -182,7 +182,10 @@ def test_graded_work_shows_a_note_and_no_code():
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The exercise notebooks with a Practice section, and the Parsons problems each asks (the argument given).
-PRACTICE = {1: ["q2"], 2: [], 3: [], 4: ["checks.chapter(2)[1]", "q1"], 5: [], 6: ["q2"], 9: [], 10: [], 11: [], 12: []}
+PRACTICE = {
+    1: ["q2"], 2: [], 3: [], 4: ["checks.chapter(2)[1]", "q1"], 5: [], 6: ["q2"],
+    9: [], 10: [], 11: [], 12: [],
+}
 
 
 @pytest.mark.parametrize("folder", ["exercises", "solutions"])

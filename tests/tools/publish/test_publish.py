@@ -239,6 +239,20 @@ def test_long_outputs_are_trimmed_and_short_ones_kept():
     assert f"{40 - slides.KEPT_OUTPUT_LINES} more lines" in trimmed[-1]
 
 
+def test_a_deck_shows_a_question_s_own_html_not_its_dead_widget_and_keeps_a_plain_widget():
+    view = {"model_id": "m", "version_major": 2, "version_minor": 0}
+    question = {"text/plain": "q", "text/html": "<details>answer</details>", slides.WIDGET_VIEW: view}
+    slider = {"text/plain": "IntSlider()", slides.WIDGET_VIEW: view}
+    nb = nbformat.v4.new_notebook()
+    for data in (question, slider):
+        cell = nbformat.v4.new_code_cell("x")
+        cell.outputs = [nbformat.v4.new_output("execute_result", data=dict(data), execution_count=1)]
+        nb.cells.append(cell)
+    shown = [cell.outputs[0]["data"] for cell in slides.slide_view(nb).cells if cell.cell_type == "code"]
+    assert slides.WIDGET_VIEW not in shown[0] and shown[0]["text/html"] == "<details>answer</details>"
+    assert shown[1][slides.WIDGET_VIEW] == view
+
+
 def test_slide_view_moves_prose_to_notes_trims_outputs_and_drops_nbval_tags():
     stream = nbformat.v4.new_output("stream", name="stdout", text="".join(f"{i}\n" for i in range(30)))
     cells = [code("import torch"), markdown(CELL), code("print(1)", [stream], tags=["nbval-check-output"])]
