@@ -59,6 +59,19 @@ def causal_mask_plus_one(valid_lens, num_steps):
     return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
 
 
+def causal_mask_longest(valid_lens, num_steps):
+    n = int(valid_lens.max())
+    causal = torch.zeros(num_steps, num_steps, dtype=torch.bool)
+    causal[:n, :n] = torch.ones(n, n, dtype=torch.bool).tril()
+    return causal[None] & (torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None])
+
+
+def causal_mask_longest_padding(valid_lens, num_steps):
+    causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
+    padding = torch.arange(num_steps)[None, :] < valid_lens.max()
+    return (causal & padding)[None].expand(len(valid_lens), -1, -1)
+
+
 def causal_mask_no_padding(valid_lens, num_steps):
     causal = torch.ones(num_steps, num_steps, dtype=torch.bool).tril()
     return causal[None].expand(len(valid_lens), -1, -1)
@@ -102,17 +115,26 @@ def causal_padding_mask(valid_lens, num_steps):
     padding = positions[None, None, :] < valid_lens[:, None, None]           # (batch_size, 1, num_steps)
     return causal[None] & padding
 ''',
-    hint="Two conditions, each a comparison of two aranges that broadcasting turns into a grid: one "
-    "between the query's position and the key's (which of the two may be larger?), one between the key's "
-    "position and the sequence's length. Combine them with `&`; write out the 3 x 3 grid for one sentence "
-    "by hand to check the diagonal.",
-    covers="valid lengths 0, 1, in between and full; one step; batches of 1 to 3",
+    hint=(
+        "For query i of sentence b, which keys j may it see? Two different reasons can hide a key: what "
+        "are they, and does either depend on the lengths of the other sentences?",
+        "Two broadcast comparisons of aranges, both over all num_steps positions: a causal grid (a key no "
+        "later than its query) of shape (num_steps, num_steps), and a padding condition (a key before the "
+        "sentence's length) of shape (batch_size, 1, num_steps), combined with a logical and.",
+        "With `positions` an arange over num_steps: the causal line compares it as a row with itself as a "
+        "column (key <= query); the padding line compares it with `valid_lens` given two new axes; the "
+        "return line ands the two, the causal grid given a batch axis.",
+    ),
+    covers="valid lengths 0, 1, in between and full; batches with no sequence at full length; one step; "
+    "batches of 1 to 3",
     defaults={"seed": 0, "batch_size": 2, "num_steps": 4, "valid_lens": "random"},
     specs=[
         {"seed": 1, "batch_size": 2, "num_steps": 4, "valid_lens": [4, 2]},
         {"seed": 2, "batch_size": 3, "num_steps": 5, "valid_lens": [5, 0, 3]},
         {"seed": 3, "batch_size": 1, "num_steps": 1, "valid_lens": [1]},
         {"seed": 4, "batch_size": 2, "num_steps": 6, "valid_lens": [1, 6]},
+        {"seed": 5, "batch_size": 3, "num_steps": 5, "valid_lens": [2, 3, 1]},
+        {"seed": 6, "batch_size": 2, "num_steps": 6, "valid_lens": [4, 0]},
     ],
     build=_mask_case,
     call=lambda answer, i: answer(i["valid_lens"], i["num_steps"]),
@@ -131,6 +153,18 @@ def causal_padding_mask(valid_lens, num_steps):
         Mistake(
             "Off by one: query i also sees position i + 1, the word it must predict. Keep j <= i.",
             wrong=causal_mask_plus_one,
+        ),
+        Mistake(
+            "The causal triangle stops at the longest valid length (`valid_lens.max()`): in a batch with no "
+            "sequence at full length, the queries beyond it lost every key, padding or not. Queries and keys "
+            "are all num_steps padded positions: build the triangle over num_steps, whatever the lengths.",
+            wrong=causal_mask_longest,
+        ),
+        Mistake(
+            "The padding condition used one length for every sequence, the longest (`valid_lens.max()`): "
+            "each sequence b has its own, so a key j is padding when j >= valid_lens[b]; compare the keys "
+            "with the lengths given two new axes, one length per sequence.",
+            wrong=causal_mask_longest_padding,
         ),
         Mistake(
             "The padding is not masked: only the causal triangle is applied. Keys at positions j >= "
@@ -165,7 +199,8 @@ def causal_padding_mask(valid_lens, num_steps):
         ErrorHint(
             r"shape mismatch|must match the size|cannot be broadcast",
             "The two conditions do not broadcast together: give the causal grid the shape (num_steps, "
-            "num_steps) and the padding condition the shape (batch_size, 1, num_steps), one length per "
+            "num_steps) (not sized from the longest valid length: a batch may hold no sequence at full "
+            "length) and the padding condition the shape (batch_size, 1, num_steps), one length per "
             "sequence along the first axis.",
         ),
     ],
@@ -329,11 +364,17 @@ def multi_head_attention(queries, keys, values, W_q, W_k, W_v, W_o, num_heads, v
     outputs = context.reshape(batch_size, num_queries, d) @ W_o.T
     return outputs, weights.reshape(batch_size, num_heads, num_queries, -1)
 ''',
-    hint="Project first, then split each projection's d features into num_heads blocks of d / num_heads "
-    "consecutive features and move the heads next to the batch axis, so that one batched matrix product "
-    "serves every head; a plain reshape to (batch_size * num_heads, n, d_head) would cut through the "
-    "positions. Each head scales by the square root of its own size. The lengths must follow the rows "
-    "they belong to; merging back undoes the split in reverse order.",
+    hint=(
+        "After projecting, where in the d features does head k find its own queries, keys and values? And "
+        "what shape lets one batched matrix product serve every head at once?",
+        "Splitting into heads: view the last axis as (num_heads, d_head), move the heads next to the "
+        "batch and flatten them into it; each head scales its scores by the square root of d_head; each "
+        "length is repeated once per head (`repeat_interleave`); merging undoes the split in reverse "
+        "order before W_o.",
+        "In `split`: reshape to (batch_size, n, num_heads, d_head), swap axes 1 and 2, flatten to "
+        "(batch_size * num_heads, n, d_head). In the merge: reshape to (batch_size, num_heads, "
+        "num_queries, d_head), swap axes 1 and 2 back, flatten to (batch_size, num_queries, d), then W_o.",
+    ),
     covers="1 to 4 heads; valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length "
     "0; different lengths per sequence; num_queries != num_keys; float32 and float64",
     defaults={"seed": 0, "batch_size": 2, "num_queries": 3, "num_keys": 4, "num_heads": 2, "head_size": 3,

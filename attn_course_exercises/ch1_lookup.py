@@ -187,11 +187,16 @@ def nadaraya_watson(queries, keys, values, sigma):
     weights = F.softmax(scores, dim=-1)   # over the keys; it subtracts the row's max, so no 0 / 0
     return weights, weights @ values
 ''',
-    hint="Build the table of every (query, key) difference at once: give the queries an axis of their own "
-    "and the keys another, and broadcasting does the rest. Each row (one query) is then normalised over "
-    "the keys, never over the queries. Watch the score: a nearer key must score higher, and the whole "
-    "denominator 2σ² belongs under the squared difference. Finally, a query far from every key makes every "
-    "exponential underflow to 0; a softmax that subtracts the row's largest score first does not.",
+    hint=(
+        "Which (query, key) pairs need a score, and how could you get the table of all of them in one "
+        "expression? Along which of its axes is each query's set of weights normalised?",
+        "Attention pooling with a Gaussian kernel: the score is minus the squared distance over 2σ², the "
+        "weights are a softmax over the keys (a softmax subtracts each row's max, so a query far from "
+        "every key stays finite), and each prediction is the weighted sum of the values.",
+        "The scores line: the queries as a column minus the keys as a row, squared, negated, divided by "
+        "the whole 2σ² in parentheses. Then one softmax over the last axis, and the predictions as a "
+        "matrix product of the weights with the values.",
+    ),
     covers="num_queries equal to num_keys and not; a single key; a very wide kernel (weights near uniform, "
     "predictions near the mean of the values) and a very narrow one (near the nearest key's value); queries "
     "far from every key; float32 and float64; inputs left unchanged",

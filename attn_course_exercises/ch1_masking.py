@@ -95,10 +95,16 @@ def sequence_mask(X, valid_len, value=0):
     keep = keep.reshape(*keep.shape, *([1] * (X.dim() - 2)))                       # broadcast over *rest
     return X.masked_fill(~keep, value)
 ''',
-    hint="Whether position j of row i is real depends only on j and valid_len[i]: compare a row of "
-    "positions with a column of lengths and let broadcasting build the whole (batch_size, maxlen) mask "
-    "at once. Then make that mask broadcast over X's trailing axes too, and build a new tensor rather "
-    "than writing into X (the caller's X must stay as it was).",
+    hint=(
+        "Whether position j of row i is padding depends on two numbers only. Which two, and could you "
+        "compare them for every (i, j) at once, without a loop?",
+        "Broadcasting builds the mask: a row of positions 0 .. maxlen-1 compared with a column of valid "
+        "lengths gives the whole (batch_size, maxlen) grid of real positions. Give it X's trailing axes "
+        "(of size 1) so it covers them too, and fill a *new* tensor: the caller's X must stay as it was.",
+        "Write the mask line: positions from an arange over axis 1 as a row, `valid_len` as a column, "
+        "compared with `<`. Reshape it to (batch_size, maxlen, 1, ..., 1), then return X filled with "
+        "`value` wherever the mask is False, with the out-of-place `masked_fill`.",
+    ),
     covers="2-, 3- and 4-D X; float16/32/64 and int64; valid length 0 and full; maxlen 1; X left unchanged; "
     "a batch with no row at full length",
     defaults={"seed": 0, "shape": [3, 4], "dtype": "float32", "valid_len": "random", "value": 0},
@@ -225,6 +231,14 @@ def softmax_fill_minus_1e6_in_dtype(scores, valid_lens=None):
     return F.softmax(filled, dim=-1) * keep
 
 
+def softmax_fill_float32_min(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    keep = keep_mask(valid_lens, scores.shape[1], scores.shape[2])
+    filled = torch.where(keep, scores, torch.finfo(torch.float32).min)
+    return F.softmax(filled, dim=-1) * keep
+
+
 def softmax_neg_inf(scores, valid_lens=None):
     if valid_lens is None:
         return F.softmax(scores, dim=-1)
@@ -271,6 +285,9 @@ def softmax_zero_filled(scores, valid_lens=None):
     return F.softmax(scores * keep_mask(valid_lens, scores.shape[1], scores.shape[2]), dim=-1)
 
 
+#: The error of filling a half-precision tensor with a number beyond its range.
+_OVERFLOW = r"cannot be converted to type .*(Half|BFloat16) without overflow"
+
 MASKED_SOFTMAX = Exercise(
     "ch1.q2",
     "masked_softmax",
@@ -291,11 +308,18 @@ def masked_softmax(scores, valid_lens=None):
     filled = work.masked_fill(~keep, torch.finfo(work.dtype).min)       # finite in every dtype: no NaN
     return (F.softmax(filled, dim=-1) * keep).to(scores.dtype)          # rows of valid length 0 become 0
 ''',
-    hint="Build a boolean mask of the keys each query may see, for both forms of valid_lens. A masked score "
-    "must become (almost) 0 after the softmax yet stay finite in every dtype: think about what -1e6 "
-    "becomes in float16, and what -inf does to a row with no valid key. A row of valid length 0 must "
-    "end with all-zero weights, which a softmax alone never gives. Low-precision inputs are safer "
-    "computed in float32 and cast back.",
+    hint=(
+        "What should a padded key's weight be after the softmax, what must its score be before it for "
+        "that to happen in every dtype, float16 included, and what should a row with no real key at all "
+        "come out as?",
+        "Mask, then softmax, then zero: fill the padded scores with the most negative *finite* number of "
+        "the working dtype (`torch.finfo(...).min`; -1e6 overflows float16, -inf makes an all-masked row "
+        "NaN), softmax over the keys, and multiply by the mask so that an empty row is all 0. Half "
+        "precision is safer worked in float32 and converted back.",
+        "The `keep` line compares an arange over the keys with the lengths given two new axes (one per "
+        "sequence) or one (one per query); the fill line uses the working dtype's minimum; the return "
+        "line multiplies the softmax over the last axis by `keep` and converts back to the scores' dtype.",
+    ),
     covers="valid_lens None, (batch_size,) and (batch_size, num_queries); rows of valid length 0; one key; "
     "float16, bfloat16, float32, float64; finite gradients; scores left unchanged; "
     "large scores in float32 and float16",
@@ -370,6 +394,14 @@ def masked_softmax(scores, valid_lens=None):
             wrong=softmax_fill_minus_1e6_in_dtype,
         ),
         Mistake(
+            "NaN in half precision: `torch.finfo(torch.float32).min` (about -3.4e38) is beyond the range "
+            "of float16 (largest magnitude 65504) and of bfloat16 (about 3.39e38), so stored in the scores' "
+            "dtype it became -inf, and a row of valid length 0, all -inf, softmaxed to NaN (0/0), which "
+            "zeroing cannot undo. Fill with the minimum of the scores' own dtype, "
+            "`torch.finfo(scores.dtype).min`, or fill and softmax in float32, then convert back.",
+            wrong=softmax_fill_float32_min,
+        ),
+        Mistake(
             "A row whose valid length is 0 came out NaN: with -inf in every position the softmax computes "
             "0/0. Fill with a finite number (`torch.finfo(scores.dtype).min`) and zero the masked weights "
             "after the softmax.",
@@ -411,8 +443,23 @@ def masked_softmax(scores, valid_lens=None):
     ],
     error_hints=[
         ErrorHint(
-            r"cannot be converted to type .*Half without overflow",
+            _OVERFLOW,
+            "`torch.finfo(torch.float32).min` (about -3.4e38) does not fit in float16 (largest magnitude "
+            "65504) nor in bfloat16 (about 3.39e38), so filling half-precision scores with it fails. Fill "
+            "with the minimum of the scores' own dtype, `torch.finfo(scores.dtype).min`, or fill and "
+            "softmax in float32, then convert back.",
+            line=r"float32|3\.4\d*e\+?38",
+        ),
+        ErrorHint(
+            _OVERFLOW,
             "-1e6 does not fit in float16 (its largest magnitude is 65504). Fill with "
+            "`torch.finfo(scores.dtype).min`, which fits every dtype.",
+            line=r"1e\+?0?6|10\s*\*\*\s*6|1_?000_?000",
+        ),
+        ErrorHint(
+            _OVERFLOW,
+            "The fill value does not fit in the scores' half-precision dtype (float16's largest magnitude is "
+            "65504: -1e6 is beyond it, and float32's minimum is beyond bfloat16's range too). Fill with "
             "`torch.finfo(scores.dtype).min`, which fits every dtype.",
         ),
         ErrorHint(

@@ -124,10 +124,16 @@ def masked_cross_entropy(logits, tgt_out, tgt_valid_lens):
     real = torch.arange(tgt_out.shape[1], device=tgt_out.device)[None, :] < tgt_valid_lens[:, None]
     return (losses * real).sum() / real.sum()
 ''',
-    hint="First a loss per position, without reduction -- check which axis `F.cross_entropy` expects the "
-    "classes on. Then keep only the real positions of each target (from tgt_valid_lens, as in chapter "
-    "1), and average over the real tokens of the whole batch: not over batch_size * T, and not "
-    "sentence by sentence.",
+    hint=(
+        "Which positions of each target sentence are real, and which should not count at all? What do you "
+        "divide the summed loss by, so that it is a mean over real tokens only?",
+        "A masked mean: one loss per position (no reduction), a mask of the real positions built from "
+        "tgt_valid_lens (chapter 1's sequence mask), and the sum of the masked losses over the number of "
+        "real tokens in the whole batch. `F.cross_entropy` wants the classes on axis 1.",
+        "First line: `F.cross_entropy` on the logits with their last two axes swapped, and `reduction` "
+        "set to none. Second: the mask of real positions, as in `sequence_mask`. Return line: the masked "
+        "losses summed, over the mask's sum.",
+    ),
     covers="padding labels <pad> or arbitrary; sentences of length 1 and without padding; float32 "
     "and float64; the gradient",
     defaults={
@@ -246,6 +252,10 @@ def state_last_padded(outputs, valid_lens):
     return outputs[:, -1]
 
 
+def state_longest_end(outputs, valid_lens):
+    return outputs[:, int(valid_lens.max()) - 1]
+
+
 def state_mean(outputs, valid_lens):
     mask = torch.arange(outputs.shape[1])[None, :] < valid_lens[:, None]
     return (outputs * mask[..., None]).sum(1) / valid_lens[:, None]
@@ -286,9 +296,16 @@ def final_state(outputs, valid_lens):
     rows = torch.arange(outputs.shape[0], device=outputs.device)
     return outputs[rows, valid_lens - 1]
 ''',
-    hint="Each sentence needs the output at its own last real position, which depends on its valid length "
-    "(positions count from 0). The tensor's last position is padding for every shorter sentence. "
-    "Advanced indexing can pick one position per row, for all rows, in a single expression.",
+    hint=(
+        "Where does each sentence's last real word sit in the padded tensor, and is it the same position "
+        "for every sentence of the batch?",
+        "Advanced indexing picks one position per sentence: index axis 0 with one row number per sentence "
+        "and axis 1 with one position per sentence, and you get one vector per sentence. Positions count "
+        "from 0, so a sentence of length n ends at n - 1.",
+        "One return line: index `outputs` with two index tensors of length batch_size, an arange over the "
+        "batch and the lengths minus one (not a `:` on axis 0, which pairs every sentence with every "
+        "length).",
+    ),
     covers="padded and unpadded sentences, sentences of length 1, float32 and float64; "
     "no sentence at full length; the gradient",
     defaults={
@@ -321,6 +338,11 @@ def final_state(outputs, valid_lens):
             "You took the last *padded* position, `outputs[:, -1]`: for a sentence shorter than the batch "
             "that is padding, not its last word. Use each sentence's own `valid_len - 1`.",
             wrong=state_last_padded,
+        ),
+        Mistake(
+            "You took every sentence at the longest sentence's end (`valid_lens.max() - 1`): a shorter "
+            "sentence is padding there. Use each sentence's own last position, `valid_len - 1`, row by row.",
+            wrong=state_longest_end,
         ),
         Mistake(
             "You averaged the real positions: that is a summary of the sentence, but the bottleneck's "
@@ -551,11 +573,16 @@ class BiEncoder(nn.Module):
         return outputs, torch.tanh(self.bridge(final))[None]
 ''',
     write=("forward",),
-    hint="Embed, then hand the GRU a *packed* sequence (torch.nn.utils.rnn has the function; your lengths "
-    "are in no particular order, and it wants them on the CPU), so that each direction starts and stops at "
-    "the sentence's own ends. Unpack the outputs back to the batch's full width S. The GRU's second result "
-    "holds each direction's final state, (2, batch_size, H): put the two side by side, one sentence per row, "
-    "then the bridge and its tanh, and give s_0 a layer axis.",
+    hint=(
+        "If the GRU reads the padding, where does its backward direction start for a short sentence? How "
+        "could you hand the GRU each sentence's true length?",
+        "Packing: `pack_padded_sequence` tells the GRU each sentence's length (lengths on the CPU, in any "
+        "order with `enforce_sorted=False`), and `pad_packed_sequence` restores (batch_size, S, 2 * H) "
+        "outputs with 0 at the padding. h_n then holds each direction's state at the sentence's own end.",
+        "After the GRU on the packed batch, pad back with `total_length` set to the batch's width S; put "
+        "h_n's two rows side by side along the features (forward first); then the bridge, its tanh, and a "
+        "leading layer axis of size 1 give s_0.",
+    ),
     covers="no sentence of the batch at full length; lengths in no particular order; a sentence of length 1; "
     "decoder_hiddens different from num_hiddens; the gradient of the embedding; float32 and float64",
     defaults={

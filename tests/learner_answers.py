@@ -409,6 +409,34 @@ def masked_softmax(scores, valid_lens=None):
     return F.softmax(scores * mask, dim=-1)
 """,
 )
+wrong(
+    K,
+    "softmax over dim=0",
+    ["dim=0", "wrong axis"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=0)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    keep = torch.arange(scores.shape[-1]) < lens
+    filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    return F.softmax(filled, dim=0) * keep
+""",
+)
+wrong(
+    K,
+    "float32's minimum as the fill, in every dtype",
+    ["torch.finfo(torch.float32).min"],
+    """
+def masked_softmax(scores, valid_lens=None):
+    if valid_lens is None:
+        return F.softmax(scores, dim=-1)
+    lens = valid_lens[:, None, None] if valid_lens.dim() == 1 else valid_lens[:, :, None]
+    keep = torch.arange(scores.shape[-1]) < lens
+    filled = scores.masked_fill(~keep, torch.finfo(torch.float32).min)
+    return F.softmax(filled, dim=-1) * keep
+""",
+)
 
 # ---------------------------------------------------------------------------------------------------------
 # ch1.q3 nadaraya_watson
@@ -3515,6 +3543,20 @@ def causal_padding_mask(valid_lens, num_steps):
     return torch.arange(num_steps)[None, None, :] < lens[..., None]
 """,
 )
+wrong(
+    K,
+    "causal triangle as large as the longest sentence",
+    ["longest valid length", "num_steps"],
+    """
+def causal_padding_mask(valid_lens, num_steps):
+    n = int(valid_lens.max())
+    causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    mask = torch.zeros(len(valid_lens), num_steps, num_steps, dtype=torch.bool)
+    mask[:, :n, :n] = causal
+    keys = torch.arange(num_steps)[None, None, :] < valid_lens[:, None, None]
+    return mask & keys
+""",
+)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -3887,220 +3929,128 @@ def crossings(weights, src_len, tgt_len):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# ch12.q2 bleu_by_source_length
+# ch12.q2 crossing_kinds
 
 K = "ch12.q2"
 ok(
     K,
-    "a dict from bin to sentences",
+    "the right rows as a set, pairs from combinations",
     """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    members = {}
-    for idx, length in enumerate(src_lengths):
-        found = [b for b in range(len(edges) - 1) if edges[b] <= length < edges[b + 1]]
-        if not found:
-            raise ValueError(f"no bin for source length {length}")
-        members.setdefault(found[0], []).append(idx)
-    table = []
-    for b in range(len(edges) - 1):
-        ids = members.get(b, [])
-        bleu = None
-        if ids:
-            bleu = multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids])
-        table.append((len(ids), bleu))
-    return table
+from itertools import combinations
+
+def crossing_kinds(weights, src_words, tgt_words, links):
+    n_src, n_tgt = len(src_words), len(tgt_words)
+    peak = [int(torch.argmax(weights[t, :n_src])) for t in range(n_tgt)]
+    good = {t for t in range(n_tgt) if (peak[t], t) in set(links)}
+    moved, wrong = [], []
+    for u, v in combinations(range(n_tgt), 2):
+        if peak[u] > peak[v]:
+            (moved if u in good and v in good else wrong).append((u, v))
+    return moved, wrong
 """,
 )
 ok(
     K,
-    "sacrebleu's BLEU with BLEU_SETTINGS, streams padded with None",
+    "links grouped by target word, a while loop",
     """
-from sacrebleu.metrics import BLEU
-from attn_course.measure.metrics import BLEU_SETTINGS
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    scorer = BLEU(**BLEU_SETTINGS)
-    placed = 0
-    rows = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        placed += len(ids)
-        if not ids:
-            rows.append((0, None))
-            continue
-        deepest = max(len(reference_sets[j]) for j in ids)
-        streams = [[" ".join(reference_sets[j][k]) if k < len(reference_sets[j]) else None for j in ids]
-                   for k in range(deepest)]
-        score = scorer.corpus_score([" ".join(hypotheses[j]) for j in ids], streams)
-        rows.append((len(ids), score.score))
-    if placed != len(src_lengths):
-        raise ValueError("some sentences fall outside the bins")
-    return rows
-""",
-)
-ok(
-    K,
-    "a walk over the edges for each sentence",
-    """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    nbins = len(edges) - 1
-    hyp_bins = [[] for _ in range(nbins)]
-    ref_bins = [[] for _ in range(nbins)]
-    for hyp, refs, n in zip(hypotheses, reference_sets, src_lengths):
-        if n < edges[0] or n >= edges[-1]:
-            raise ValueError(f"length {n} outside [{edges[0]}, {edges[-1]})")
-        b = 0
-        while n >= edges[b + 1]:
-            b += 1
-        hyp_bins[b].append(hyp)
-        ref_bins[b].append(refs)
-    return [(len(h), multi_reference_bleu(h, r) if h else None) for h, r in zip(hyp_bins, ref_bins)]
+def crossing_kinds(weights, src_words, tgt_words, links):
+    sources = [set() for _ in tgt_words]
+    for s, t in links:
+        sources[t].add(s)
+    best = weights[: len(tgt_words), : len(src_words)].argmax(-1).tolist()
+    ok_row = [best[t] in sources[t] for t in range(len(best))]
+    both, either = [], []
+    i = 0
+    while i < len(best):
+        for j in range(i + 1, len(best)):
+            if best[i] > best[j]:
+                if ok_row[i] and ok_row[j]:
+                    both.append((i, j))
+                else:
+                    either.append((i, j))
+        i += 1
+    return both, either
 """,
 )
 wrong(
     K,
-    "first reference with corpus_bleu",
-    ["first reference"],
+    "a crossing with one right row called a reordering",
+    ["both"],
     """
-from attn_course.measure.metrics import corpus_bleu
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        out.append((len(ids), corpus_bleu([hypotheses[j] for j in ids], [reference_sets[j][0] for j in ids])
-                    if ids else None))
-    if sum(c for c, _ in out) < len(src_lengths):
-        raise ValueError("outside")
-    return out
+def crossing_kinds(weights, src_words, tgt_words, links):
+    n = len(tgt_words)
+    peak = weights[:n, : len(src_words)].argmax(-1).tolist()
+    good = [(peak[t], t) in links for t in range(n)]
+    moved, wrong = [], []
+    for u in range(n):
+        for v in range(u + 1, n):
+            if peak[u] > peak[v]:
+                (moved if good[u] or good[v] else wrong).append((u, v))
+    return moved, wrong
 """,
 )
 wrong(
     K,
-    "upper edge included",
-    ["half-open", "edge"],
+    "links looked up as (t, i)",
+    ["(i, t)", "other way round"],
     """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    bins = [[] for _ in range(len(edges) - 1)]
-    for j, n in enumerate(src_lengths):
-        b = next((b for b in range(len(bins)) if edges[b] <= n <= edges[b + 1]), None)
-        if b is None:
-            raise ValueError("outside")
-        bins[b].append(j)
-    return [(len(ids), multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids])
-             if ids else None) for ids in bins]
+def crossing_kinds(weights, src_words, tgt_words, links):
+    n = len(tgt_words)
+    peak = weights[:n, : len(src_words)].argmax(-1).tolist()
+    good = [(t, peak[t]) in set(links) for t in range(n)]
+    moved, wrong = [], []
+    for u in range(n):
+        for v in range(u + 1, n):
+            if peak[u] > peak[v]:
+                (moved if good[u] and good[v] else wrong).append((u, v))
+    return moved, wrong
 """,
 )
 wrong(
     K,
-    "average of sentence scores",
-    ["mean of the sentences", "corpus score"],
+    "misaligned means the row's peak is under one half",
+    ["links", "certainty"],
     """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
-        raise ValueError("outside")
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        scores = [multi_reference_bleu([h], [r]) for h, r, n in zip(hypotheses, reference_sets, src_lengths)
-                  if lo <= n < hi]
-        out.append((len(scores), sum(scores) / len(scores) if scores else None))
-    return out
+def crossing_kinds(weights, src_words, tgt_words, links):
+    n = len(tgt_words)
+    rows = weights[:n, : len(src_words)]
+    peak = rows.argmax(-1).tolist()
+    clear = (rows.max(-1).values > 0.5).tolist()
+    moved, wrong = [], []
+    for u in range(n):
+        for v in range(u + 1, n):
+            if peak[u] > peak[v]:
+                (moved if clear[u] and clear[v] else wrong).append((u, v))
+    return moved, wrong
 """,
 )
 wrong(
     K,
-    "only the bins with sentences",
-    ["left out", "empty bin"],
+    "the <eos> row and column kept",
+    ["<eos>"],
     """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
-        raise ValueError("outside")
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        if ids:
-            out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids],
-                                                       [reference_sets[j] for j in ids])))
-    return out
+def crossing_kinds(weights, src_words, tgt_words, links):
+    peak = weights.argmax(-1).tolist()
+    good = [(peak[t], t) in set(links) for t in range(len(peak))]
+    moved, wrong = [], []
+    for u in range(len(peak)):
+        for v in range(u + 1, len(peak)):
+            if peak[u] > peak[v]:
+                (moved if good[u] and good[v] else wrong).append((u, v))
+    return moved, wrong
 """,
 )
 wrong(
     K,
-    "BLEU as a fraction",
-    ["0-100"],
+    "the kinds given as numbers",
+    ["pairs", "how many"],
     """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
-        raise ValueError("outside")
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        frac = multi_reference_bleu([hypotheses[j] for j in ids], [reference_sets[j] for j in ids]) / 100
-        out.append((len(ids), frac if ids else None))
-    return out
-""",
-)
-wrong(
-    K,
-    "sentences outside every bin ignored",
-    ["valueerror", "silently"],
-    """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        refs = [reference_sets[j] for j in ids]
-        out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids], refs) if ids else None))
-    return out
-""",
-)
-wrong(
-    K,
-    "sacrebleu streams by zip(*...)",
-    ["smallest set", "all of its translations"],
-    """
-import sacrebleu
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    if any(n < edges[0] or n >= edges[-1] for n in src_lengths):
-        raise ValueError("outside")
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, n in enumerate(src_lengths) if lo <= n < hi]
-        if not ids:
-            out.append((0, None))
-            continue
-        streams = list(zip(*[[" ".join(r) for r in reference_sets[j]] for j in ids]))
-        out.append((len(ids), sacrebleu.corpus_bleu([" ".join(hypotheses[j]) for j in ids], streams).score))
-    return out
-""",
-)
-wrong(
-    K,
-    "binned by len(hypothesis)",
-    ["hypothesis", "source"],
-    """
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        ids = [j for j, h in enumerate(hypotheses) if lo <= len(h) < hi]
-        refs = [reference_sets[j] for j in ids]
-        out.append((len(ids), multi_reference_bleu([hypotheses[j] for j in ids], refs) if ids else None))
-    if sum(c for c, _ in out) != len(hypotheses):
-        raise ValueError("outside")
-    return out
-""",
-)
-wrong(
-    K,
-    "calls the course's bleu_by_length",
-    ["calls the course", "bleu_by_length"],
-    """
-from attn_course.measure import metrics
-
-def bleu_by_source_length(hypotheses, reference_sets, src_lengths, edges):
-    found = metrics.bleu_by_length(hypotheses, reference_sets, src_lengths, edges,
-                                   score=metrics.multi_reference_bleu)
-    return [(b.count, b.bleu) for b in found]
+def crossing_kinds(weights, src_words, tgt_words, links):
+    n = len(tgt_words)
+    peak = weights[:n, : len(src_words)].argmax(-1).tolist()
+    good = [(peak[t], t) in set(links) for t in range(n)]
+    pairs = [(u, v) for u in range(n) for v in range(u + 1, n) if peak[u] > peak[v]]
+    moved = sum(1 for u, v in pairs if good[u] and good[v])
+    return moved, len(pairs) - moved
 """,
 )
