@@ -27,6 +27,7 @@ run; the gradebooks (CSV bytes) of all runs must be identical.
 from __future__ import annotations
 
 import argparse
+import builtins
 import copy
 import datetime
 import inspect
@@ -86,10 +87,14 @@ def _definitions(obj: Any, module: Any, seen: set[str]) -> list[Any]:
 
 def _answer_cell(key: str, wrong: Any) -> str | None:
     """The exercise cell of `key` answered with the wrong code `wrong` and the helpers of its check module
-    it calls, or None when it needs a name the chapter's set-up does not give (or has no source to show)."""
-    module = sys.modules[wrong.__module__]
+    it calls, or None when it needs a name the chapter's set-up does not give (or has no source to show).
+    A mistake written as an edit of the model answer (`core.edit_of`) is that edited answer's source."""
     preamble: dict[str, Any] = {}
     exec(checks.PREAMBLES[int(key[2 : key.index(".")])], preamble)
+    edited = getattr(wrong, "__course_source__", None)
+    if edited is not None:
+        return _edited_cell(key, wrong, edited, preamble)
+    module = sys.modules[wrong.__module__]
     parts = _definitions(wrong, module, {wrong.__name__})
     needed = set().union(*map(_globals_used, parts)) - {p.__name__ for p in parts} - set(preamble)
     if needed & set().union(*(vars(sys.modules[p.__module__]) for p in parts)):
@@ -99,6 +104,20 @@ def _answer_cell(key: str, wrong: Any) -> str | None:
     except (OSError, TypeError):  # built at run time: inspect cannot find its source
         return None
     return f"# EXERCISE {key}\n{source}\n\n{checks.EXERCISES[key].name} = {wrong.__name__}\n"
+
+
+def _edited_cell(key: str, wrong: Any, source: str, preamble: dict[str, Any]) -> str | None:
+    """The exercise cell of `key` holding `source`, the model answer edited into the mistake `wrong`; None
+    when it needs a name the chapter's set-up does not give."""
+    scope: dict[str, Any] = dict(preamble)
+    exec(compile(source, f"<{key} edited>", "exec"), scope)
+    made = [v for v in scope.values() if inspect.isfunction(v) or inspect.isclass(v)]
+    needed = set().union(*map(_globals_used, made)) - set(scope) - set(dir(builtins))
+    methods = [v for v in vars(wrong).values() if inspect.isfunction(v)] if inspect.isclass(wrong) else []
+    edit_scope = set().union(*(f.__globals__ for f in methods or [wrong]))
+    if needed & edit_scope or checks.EXERCISES[key].name not in scope:
+        return None
+    return f"# EXERCISE {key}\n{source}"
 
 
 def wrong_answers() -> dict[str, list[tuple[str, str]]]:

@@ -354,12 +354,17 @@ def test_wrong_answer_cells_hold_the_catalogues_mutants_and_fail_their_checks():
     assert set(answers) == set(checks.EXERCISES)                    # every exercise can be answered wrong
     for key, cells in answers.items():
         exercise = checks.EXERCISES[key]
+        mistakes = [m for m in exercise.mistakes if hasattr(m.wrong, "__course_source__")]
+        edited = {m.wrong.__name__: m.code for m in mistakes}
         for mutant, source in cells:
             assert source.startswith(exercise.marker + "\n")
             namespace: dict = {}
             exec(checks.PREAMBLES[int(key[2 : key.index(".")])], namespace)
             exec(source, namespace)                                  # with only the chapter's imports
-            assert namespace[exercise.name].__name__ == mutant
+            if mutant in edited:  # the model answer edited into the mistake, under the exercise's name
+                assert edited[mutant] in source
+            else:
+                assert namespace[exercise.name].__name__ == mutant
             result = exercise.evaluate(namespace[exercise.name])
             assert result.status == checks.FAILED, (key, mutant, result.message)
 
