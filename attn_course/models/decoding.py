@@ -7,15 +7,20 @@ The searches opt into `attn_course.attention.fast` (the same results, computed f
 asked for when they prepare the decoder's state (`initial_state`), and its index_select, which copies the
 encoder's outputs once when rows leave or are reordered.
 
+Each search is written once, as a generator of its steps (`greedy_steps`, `beam_steps`): the decoding
+functions run it to the end and keep the tokens, and the course's step-through widgets
+(`attn_course.view.steppers`) show its records one at a time, so what a widget shows is what the search did.
+
     hyps = greedy_decode(model, src, src_valid_lens, bos=tgt_vocab.bos, eos=tgt_vocab.eos)
     hyps = beam_search(model, src, src_valid_lens, bos=..., eos=..., beam_size=4)
     translations = translate(model, ["the cat sleeps ."], src_vocab, tgt_vocab, beam_size=4)
+    for step in greedy_steps(model, src, src_valid_lens, bos=..., eos=...): ...   # GreedyStep records
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -111,6 +116,31 @@ def initial_state(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor) -> Any:
     return model.decoder.init_state(enc)
 
 
+class GreedyStep(NamedTuple):
+    """One step of greedy search, over the n sentences still in the batch (one row each).
+
+    t:          the step, from 0; it chooses token t + 1 of each sentence (<eos> counted).
+    sentences:  (n,) long, the batch positions of the rows, in row order.
+    fed:        (n,) long, the token each row was fed, y_{t-1} (<bos> at t = 0).
+    state:      the decoder state before the step (n rows; `initial_state` at t = 0).
+    log_probs:  (n, vocab_size) float, log p(y | y_<t, x) of every token.
+    tokens:     (n,) long, the argmax: the token each row takes.
+    weights:    (n, S) the step's attention (Bahdanau's alpha_t, Luong's a_t), or None without attention.
+    next_state: the decoder state after the step (n rows: the rows that stop here are still in it).
+    done:       (n,) bool, whether the row stops here: it chose <eos> or reached its max_len.
+    """
+
+    t: int
+    sentences: Tensor
+    fed: Tensor
+    state: Any
+    log_probs: Tensor
+    tokens: Tensor
+    weights: Tensor | None
+    next_state: Any
+    done: Tensor
+
+
 @torch.no_grad()
 def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
                   max_len: int | None = None) -> list[Hypothesis]:
@@ -125,38 +155,70 @@ def greedy_decode(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: i
         return _greedy_search(model, src, src_valid_lens, bos, eos, limits)
 
 
-def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
-                   limits: list[int]) -> list[Hypothesis]:
-    """greedy_decode on checked arguments, the model in eval mode; limits: each sentence's most tokens."""
-    max_len = max(limits)
+def greedy_steps(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+                 max_len: int | None = None) -> Iterator[GreedyStep]:
+    """`greedy_decode`'s search one step at a time: a generator of GreedyStep records, from step 0 on.
+
+    Arguments as greedy_decode's (checked before the first step). `greedy_decode` runs the same steps to the
+    end, so the records are exactly what it computed. The model is in evaluation mode from the first step
+    until the generator is exhausted or closed, then back in the mode it had.
+    """
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    return _in_eval_mode(model, _greedy_steps(model, src, src_valid_lens, bos, eos, limits))
+
+
+def _in_eval_mode(model: Seq2Seq, steps: Iterator) -> Iterator:
+    """The records of `steps`, the model in evaluation mode while they are computed."""
+    with eval_mode(model):
+        yield from steps
+
+
+@torch.no_grad()
+def _greedy_steps(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                  limits: list[int]) -> Iterator[GreedyStep]:
+    """greedy_steps on checked arguments, the model in eval mode; limits: each sentence's most tokens."""
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
-    batch_size, num_keys = src.shape
     state = initial_state(model, src, src_valid_lens)
-    has_attention = model.decoder.has_attention
+    limit = torch.tensor(limits, device=device)
+    sentences = torch.arange(src.shape[0], device=device)   # the sentences still being decoded
+    y = torch.full((src.shape[0],), bos, dtype=torch.long, device=device)
+    for t in range(max(limits)):
+        logits, next_state, weights = model.decoder.step(y, state)
+        log_probs = F.log_softmax(logits.float(), dim=-1)
+        tokens = log_probs.argmax(-1)
+        done = (tokens == eos) | (limit[sentences] <= t + 1)
+        yield GreedyStep(t, sentences, y, state, log_probs, tokens, weights, next_state, done)
+        if bool(done.any()):
+            keep = (~done).nonzero()[:, 0]
+            if keep.numel() == 0:
+                return
+            # = next_state.index_select(keep), copying the encoder's outputs once (attn_course.attention.fast)
+            sentences, tokens, next_state = sentences[keep], tokens[keep], fast.index_select(next_state, keep)
+        y, state = tokens, next_state
+
+
+def _greedy_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                   limits: list[int]) -> list[Hypothesis]:
+    """greedy_decode on checked arguments, the model in eval mode; limits: each sentence's most tokens.
+
+    Runs `_greedy_steps` to the end, writing each step's tokens, log-probabilities and attention into
+    per-sentence tensors.
+    """
+    max_len, device = max(limits), _model_device(model)
+    batch_size, num_keys = src.shape
     tokens = torch.full((batch_size, max_len), eos, dtype=torch.long, device=device)
+    has_attention = model.decoder.has_attention
     weights = torch.zeros(batch_size, max_len, num_keys, device=device) if has_attention else None
     scores = torch.zeros(batch_size, dtype=torch.float64, device=device)
     steps = torch.full((batch_size,), max_len, dtype=torch.long, device=device)
-    limit = torch.tensor(limits, device=device)
-    active = torch.arange(batch_size, device=device)    # the sentences still being decoded
-    y = torch.full((batch_size,), bos, dtype=torch.long, device=device)
-    for t in range(max_len):
-        logits, state, step_weights = model.decoder.step(y, state)
-        log_probs = F.log_softmax(logits.float(), dim=-1)
-        y = log_probs.argmax(-1)
-        tokens[active, t] = y
-        scores[active] += log_probs.gather(1, y[:, None])[:, 0].double()
+    for step in _greedy_steps(model, src, src_valid_lens, bos, eos, limits):
+        rows, t = step.sentences, step.t
+        tokens[rows, t] = step.tokens
+        scores[rows] += step.log_probs.gather(1, step.tokens[:, None])[:, 0].double()
         if has_attention:
-            weights[active, t] = step_weights.float()
-        done = (y == eos) | (limit[active] <= t + 1)
-        if bool(done.any()):
-            steps[active[done]] = t + 1
-            keep = (~done).nonzero()[:, 0]
-            if keep.numel() == 0:
-                break
-            # = state.index_select(keep), copying the encoder's outputs once (attn_course.attention.fast)
-            active, y, state = active[keep], y[keep], fast.index_select(state, keep)
+            weights[rows, t] = step.weights.float()
+        steps[rows] = torch.where(step.done, t + 1, steps[rows])
     return _greedy_results(tokens, weights, scores, steps, src_valid_lens, eos)
 
 
@@ -192,17 +254,15 @@ def beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int
     number of generated tokens with <eos>). beam_size=1 is exactly greedy search.
     Returns one Hypothesis per sentence, in order.
     """
-    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
-    check_positive_int("beam_size", beam_size)
-    if length_norm not in LENGTH_NORMS:
-        raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
+    limits = _check_beam_inputs(model, src, src_valid_lens, bos, eos, max_len, beam_size, length_norm)
     with eval_mode(model):
         return _beam_search(model, src, src_valid_lens, bos, eos, limits, beam_size,
                             length_penalty_alpha, length_norm)
 
 
-class _Candidate(NamedTuple):
-    """A hypothesis beam search may return: log P / lp(L), log P, tokens, attention rows (T, S), finished."""
+class Candidate(NamedTuple):
+    """A hypothesis beam search may return: log P / lp(L), log P, tokens (without <bos> and <eos>),
+    attention rows (T, S) or None, and finished (whether it ends with <eos>)."""
 
     normalised: float
     score: float
@@ -211,90 +271,181 @@ class _Candidate(NamedTuple):
     finished: bool
 
 
+class BeamStep(NamedTuple):
+    """One step of beam search, over the n sentences still in the batch (K rows each, K the beam size).
+
+    t:                the step, from 0; its candidates have L = t + 1 tokens (<eos> counted).
+    sentences:        the n batch positions of the sentences, in row order (a list of int).
+    prefixes:         (n K, t) long, the live prefixes the step extends; row b K + k is sentence b's beam k.
+    prefix_scores:    (n, K) float64, their log P; -inf for a row not in use (rows 1..K-1 at t = 0).
+    weights:          (n K, S) float, the step's attention on each row, or None without attention.
+    candidate_scores: (n, C) float64, the log P of the C = min(2K, K vocab_size) best continuations,
+                      best first.
+    candidate_beams:  (n, C) long, the beam k (0..K-1) each continuation extends.
+    candidate_tokens: (n, C) long, the token it appends.
+    finishing:        (n, C) bool, the continuations that finish here: <eos> among the K best, score finite.
+    kept:             (n, K) long, which continuations (indices into C) become the next live beams, in order:
+                      the K best that do not end in <eos>.
+    finished:         (batch position, Candidate) pairs set aside at this step: the finishing ones, and, for
+                      a sentence at its max_len, its live prefixes (unfinished) up to K hypotheses in all.
+    penalty:          lp(t + 1), the divisor of this step's normalised scores (`length_penalty`).
+    """
+
+    t: int
+    sentences: list[int]
+    prefixes: Tensor
+    prefix_scores: Tensor
+    weights: Tensor | None
+    candidate_scores: Tensor
+    candidate_beams: Tensor
+    candidate_tokens: Tensor
+    finishing: Tensor
+    kept: Tensor
+    finished: list[tuple[int, Candidate]]
+    penalty: float
+
+
+def best_candidate(candidates: Sequence[Candidate]) -> Candidate:
+    """The candidate beam search returns: the best log P / lp(L) (the first of equals)."""
+    return max(candidates, key=lambda c: c.normalised)
+
+
+def beam_steps(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, *, bos: int, eos: int,
+               max_len: int | None = None, beam_size: int = 4, length_penalty_alpha: float = 0.75,
+               length_norm: str = "power") -> Iterator[BeamStep]:
+    """`beam_search`'s search one step at a time: a generator of BeamStep records, from step 0 on.
+
+    Arguments as beam_search's (checked before the first step). `beam_search` runs the same steps to the end
+    and returns, per sentence, `best_candidate` of the Candidates the records set aside. The model is in
+    evaluation mode from the first step until the generator is exhausted or closed.
+    """
+    limits = _check_beam_inputs(model, src, src_valid_lens, bos, eos, max_len, beam_size, length_norm)
+    return _in_eval_mode(model, _beam_steps(model, src, src_valid_lens, bos, eos, limits, beam_size,
+                                            length_penalty_alpha, length_norm))
+
+
+def _check_beam_inputs(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                       max_len: int | None, beam_size: int, length_norm: str) -> list[int]:
+    """_check_inputs, then beam_size (an int >= 1) and length_norm (one of LENGTH_NORMS)."""
+    limits = _check_inputs(model, src, src_valid_lens, bos, eos, max_len)
+    check_positive_int("beam_size", beam_size)
+    if length_norm not in LENGTH_NORMS:
+        raise ValueError(f"length_norm={length_norm!r}, expected one of {LENGTH_NORMS}")
+    return limits
+
+
 def _beam_search(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
                  limits: list[int], K: int, alpha: float, norm: str) -> list[Hypothesis]:
-    """beam_search on checked arguments, the model in eval mode; K: the beam size."""
+    """beam_search on checked arguments, the model in eval mode; K: the beam size.
+
+    Runs `_beam_steps` to the end, collecting every sentence's set-aside candidates, then picks the best.
+    """
+    finished: list[list[Candidate]] = [[] for _ in range(src.shape[0])]      # per sentence
+    for step in _beam_steps(model, src, src_valid_lens, bos, eos, limits, K, alpha, norm):
+        for sentence, candidate in step.finished:
+            finished[sentence].append(candidate)
+    return _best_hypotheses(finished, src_valid_lens)
+
+
+class _Beams(NamedTuple):
+    """The live beams between two steps: n sentences, K rows each (sentence-major)."""
+
+    sentences: list[int]      # their batch positions
+    scores: Tensor            # (n, K) float64, log P of each row
+    history: Tensor           # (n K, t) long, each row's tokens so far
+    attention: Tensor | None  # (n K, t, S), each row's attention rows so far
+    state: Any                # the decoder state, n K rows
+
+
+@torch.no_grad()
+def _beam_steps(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, eos: int,
+                limits: list[int], K: int, alpha: float, norm: str) -> Iterator[BeamStep]:
+    """beam_steps on checked arguments, the model in eval mode; K: the beam size."""
     device = _model_device(model)
     src, src_valid_lens = src.to(device), src_valid_lens.to(device)
     batch_size, num_keys = src.shape
     vocab_size, has_attention = model.decoder.vocab_size, model.decoder.has_attention
     state = initial_state(model, src, src_valid_lens)
     state = fast.index_select(state, torch.arange(batch_size, device=device).repeat_interleave(K))
-    # Per live row (sentence-major, K rows per sentence): its score, its tokens so far, its attention rows.
-    beam_scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
-    beam_scores[:, 0] = 0.0                              # all K rows start equal: expand only the first
-    history = torch.empty(batch_size * K, 0, dtype=torch.long, device=device)
-    attention = torch.empty(batch_size * K, 0, num_keys, device=device) if has_attention else None
-    sentences = list(range(batch_size))                  # the sentences still in the batch, in row order
-    finished: list[list[_Candidate]] = [[] for _ in range(batch_size)]      # per sentence
+    scores = torch.full((batch_size, K), -math.inf, dtype=torch.float64, device=device)
+    scores[:, 0] = 0.0                                   # all K rows start equal: expand only the first
+    beams = _Beams(list(range(batch_size)), scores, torch.empty(batch_size * K, 0, dtype=torch.long,
+                   device=device), torch.empty(batch_size * K, 0, num_keys, device=device)
+                   if has_attention else None, state)
+    num_finished = [0] * batch_size                      # per sentence
     y = torch.full((batch_size * K,), bos, dtype=torch.long, device=device)
     num_candidates = min(2 * K, K * vocab_size)
     for t in range(max(limits)):
-        logits, state, step_weights = model.decoder.step(y, state)
-        n, penalty = len(sentences), length_penalty(t + 1, alpha, norm)
+        logits, state, step_weights = model.decoder.step(y, beams.state)
+        n, penalty = len(beams.sentences), length_penalty(t + 1, alpha, norm)
         log_probs = F.log_softmax(logits.float(), dim=-1).double()
-        candidates = (beam_scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
+        candidates = (beams.scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
         top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
         top_beam, top_token = top_index // vocab_size, top_index % vocab_size
         rows = torch.arange(n, device=device)[:, None] * K + top_beam             # source rows (n, 2K)
         if has_attention:
             step_weights = step_weights.float()
         is_eos = top_token == eos
-        for b, candidate in _eos_candidates(is_eos, top_scores, rows, history, attention, step_weights, K,
-                                            penalty):
-            finished[sentences[b]].append(candidate)
+        finishing = is_eos & torch.isfinite(top_scores)
+        finishing[:, K:] = False                         # an <eos> finishes only among the K best
+        finished = _eos_candidates(finishing, top_scores, rows, beams.history, beams.attention,
+                                   step_weights, penalty)
         # The live beams: the K best continuations that do not end in <eos> (there are always >= K).
         order = torch.sort(is_eos.to(torch.uint8), dim=1, stable=True).indices[:, :K]
         keep_rows = rows.gather(1, order).view(-1)
-        beam_scores = top_scores.gather(1, order)
-        history = torch.cat([history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
-        if attention is not None:
-            attention = torch.cat([attention[keep_rows], step_weights[keep_rows][:, None]], 1)
-        state = fast.index_select(state, keep_rows)
-        y = history[:, -1]
-        at_limit = [limits[s] <= t + 1 for s in sentences]
-        done = [len(finished[s]) >= K or at_limit[b] for b, s in enumerate(sentences)]
+        history = torch.cat([beams.history[keep_rows], top_token.gather(1, order).view(-1, 1)], 1)
+        attention = (None if beams.attention is None
+                     else torch.cat([beams.attention[keep_rows], step_weights[keep_rows][:, None]], 1))
+        kept = _Beams(beams.sentences, top_scores.gather(1, order), history, attention,
+                      fast.index_select(state, keep_rows))
+        at_limit = [limits[s] <= t + 1 for s in kept.sentences]
+        for b, _ in finished:
+            num_finished[kept.sentences[b]] += 1
+        done = [num_finished[s] >= K or at_limit[b] for b, s in enumerate(kept.sentences)]
         if any(at_limit):                  # at its limit, a sentence's live prefixes join the candidates
-            room = [max(0, K - len(finished[s])) if at_limit[b] else 0 for b, s in enumerate(sentences)]
-            for b, candidate in _live_candidates(room, beam_scores, history, attention, penalty):
-                finished[sentences[b]].append(candidate)
-        if any(done):
-            keep = [b for b in range(n) if not done[b]]
-            if not keep:
-                break
-            index = torch.tensor(keep, device=device)
-            row_index = (index[:, None] * K + torch.arange(K, device=device)).view(-1)
-            sentences = [sentences[b] for b in keep]
-            beam_scores, history, y = beam_scores[index], history[row_index], y[row_index]
-            attention = None if attention is None else attention[row_index]
-            state = fast.index_select(state, row_index)
-    return _best_hypotheses(finished, src_valid_lens)
+            room = [max(0, K - num_finished[s]) if at_limit[b] else 0 for b, s in enumerate(kept.sentences)]
+            finished += _live_candidates(room, kept.scores, kept.history, kept.attention, penalty)
+        yield BeamStep(t, beams.sentences, beams.history, beams.scores, step_weights, top_scores, top_beam,
+                       top_token, finishing, order, [(beams.sentences[b], c) for b, c in finished], penalty)
+        if all(done):
+            return
+        beams = _without_done(kept, done, K) if any(done) else kept
+        y = beams.history[:, -1]
 
 
-def _eos_candidates(is_eos: Tensor, top_scores: Tensor, rows: Tensor, history: Tensor,
-                    attention: Tensor | None, step_weights: Tensor | None, K: int,
-                    penalty: float) -> list[tuple[int, _Candidate]]:
-    """The finished hypotheses of one step, as (batch position b, candidate) pairs: the <eos>
-    continuations among each sentence's K best that have a finite score.
+def _without_done(beams: _Beams, done: list[bool], K: int) -> _Beams:
+    """The beams of the sentences not done (their K rows each); done: one flag per sentence."""
+    keep = [b for b in range(len(done)) if not done[b]]
+    index = torch.tensor(keep, dtype=torch.long, device=beams.scores.device)
+    row_index = (index[:, None] * K + torch.arange(K, device=index.device)).view(-1)
+    return _Beams([beams.sentences[b] for b in keep], beams.scores[index], beams.history[row_index],
+                  None if beams.attention is None else beams.attention[row_index],
+                  fast.index_select(beams.state, row_index))
 
-    is_eos, top_scores, rows: (n, 2K), each sentence's best continuations, whether they are <eos>, their
+
+def _eos_candidates(finishing: Tensor, top_scores: Tensor, rows: Tensor, history: Tensor,
+                    attention: Tensor | None, step_weights: Tensor | None,
+                    penalty: float) -> list[tuple[int, Candidate]]:
+    """The finished hypotheses of one step, as (batch position b, candidate) pairs.
+
+    finishing, top_scores, rows: (n, 2K), which of each sentence's best continuations finish here, their
     scores and the live rows they extend; history (n K, t); attention (n K, t, S) or None; step_weights
     (n K, S) or None. The hits are read into Python together (on a GPU, one wait, not one per hypothesis).
     """
-    hits = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero()
+    hits = finishing.nonzero()
     if not hits.numel():
         return []
     hit_sentences, hit_rows = hits[:, 0].tolist(), rows[hits[:, 0], hits[:, 1]]
     hit_scores, hit_tokens = top_scores[hits[:, 0], hits[:, 1]].tolist(), history[hit_rows].tolist()
     hit_attention = (None if attention is None
                      else torch.cat([attention[hit_rows], step_weights[hit_rows][:, None]], 1))
-    return [(b, _Candidate(score / penalty, score, hit_tokens[i],
-                           None if hit_attention is None else hit_attention[i], True))
+    return [(b, Candidate(score / penalty, score, hit_tokens[i],
+                          None if hit_attention is None else hit_attention[i], True))
             for i, (b, score) in enumerate(zip(hit_sentences, hit_scores, strict=True))]
 
 
 def _live_candidates(room: list[int], beam_scores: Tensor, history: Tensor, attention: Tensor | None,
-                     penalty: float) -> list[tuple[int, _Candidate]]:
+                     penalty: float) -> list[tuple[int, Candidate]]:
     """Unfinished hypotheses, as (batch position b, candidate) pairs: the first room[b] live prefixes of
     sentence b with a finite score, best first (room 0 for a sentence not at its limit).
 
@@ -306,14 +457,14 @@ def _live_candidates(room: list[int], beam_scores: Tensor, history: Tensor, atte
     for b, scores in enumerate(live_scores):
         for k in [k for k in range(K) if math.isfinite(scores[k])][:room[b]]:
             row = b * K + k
-            candidates.append((b, _Candidate(scores[k] / penalty, scores[k], live_tokens[row],
-                                              None if attention is None else attention[row], False)))
+            candidates.append((b, Candidate(scores[k] / penalty, scores[k], live_tokens[row],
+                                             None if attention is None else attention[row], False)))
     return candidates
 
 
-def _best_hypotheses(finished: list[list[_Candidate]], src_valid_lens: Tensor) -> list[Hypothesis]:
+def _best_hypotheses(finished: list[list[Candidate]], src_valid_lens: Tensor) -> list[Hypothesis]:
     """Each sentence's best candidate by log P / lp(L), its attention cut to the sentence's source length."""
-    best = [max(candidates, key=lambda c: c.normalised) for candidates in finished]
+    best = [best_candidate(candidates) for candidates in finished]
     attention_rows = _to_cpu([None if c.attention is None else c.attention[:, :n]
                               for c, n in zip(best, src_valid_lens.tolist(), strict=True)])
     return [Hypothesis(c.tokens, rows, float(c.score), c.finished)
