@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from attn_course_tools.grading.closure import JUDGE, grading_modules
+from attn_course_tools.grading.closure import JUDGE, grading_data, grading_modules
 from attn_course_tools.grading.records import Limits, SubmissionGrade
 
 #: The cache entries' format; part of every key, so a new format never reads an old entry.
@@ -44,10 +44,12 @@ _NOT_REMEMBERED = ("the grading sandbox failed", "total time limit", "changed wh
 
 def grader_version(roots: Mapping[str, Path] | None = None) -> str:
     """A digest of what judges a submission: the source of the modules judging imports (checks,
-    references, sandbox, judging; `closure.grading_modules`) and torch's version. roots: {package: folder}
+    references, sandbox, judging; `closure.grading_modules`), the data files they read (`closure.grading_data`:
+    chapter 9's committed seed study, ...) and torch's version. roots: {package: folder}
     to read the packages from (default: where Python imports them from)."""
     digest = hashlib.sha256(f"{FORMAT} torch {torch.__version__}".encode())
-    for name, path in grading_modules(JUDGE, roots).items():
+    modules = grading_modules(JUDGE, roots)
+    for name, path in (*modules.items(), *grading_data(modules).items()):
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

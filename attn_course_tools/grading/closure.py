@@ -38,6 +38,14 @@ JUDGE = (
 #: What grades a Gradescope upload: the judge and the Gradescope entry point with the writers it uses.
 GRADESCOPE = (*JUDGE, "attn_course_tools.grading.gradescope")
 
+#: The data files each package ships beside its modules (pyproject.toml's package data, which a test holds
+#: equal). Some are read by checks: chapter 9's committed seed study, chapter 12's attention maps.
+PACKAGE_DATA = {
+    "attn_course.data.corpora": ("*.txt.xz", "README.md"),
+    "attn_course.course": ("results/*.json", "results/*.md"),
+    "attn_course_exercises": ("data/*.json",),
+}
+
 
 def package_roots() -> dict[str, Path]:
     """{package: the folder it is imported from}, as Python finds them (a checkout or site-packages)."""
@@ -125,6 +133,20 @@ def grading_modules(entry: Iterable[str] = JUDGE, roots: Mapping[str, Path] | No
                 continue
             found[name] = path
             todo.extend(_imported(path.read_text(encoding="utf-8"), name, path.name == "__init__.py"))
+    return dict(sorted(found.items()))
+
+
+def grading_data(modules: Mapping[str, Path]) -> dict[str, Path]:
+    """{archive name: file} of the package data (`PACKAGE_DATA`) of the packages among `modules`
+    ({module: source file}, as `grading_modules` gives them), sorted by name: "attn_course/course/results/
+    dynamics_seeds.json"."""
+    found = {}
+    for package, patterns in PACKAGE_DATA.items():
+        if package not in modules:
+            continue
+        folder, prefix = modules[package].parent, package.replace(".", "/")
+        for pattern in patterns:
+            found.update({f"{prefix}/{p.relative_to(folder).as_posix()}": p for p in folder.glob(pattern)})
     return dict(sorted(found.items()))
 
 

@@ -4,9 +4,10 @@ The zip follows Gradescope's autograder specification
 (https://gradescope-autograders.readthedocs.io/en/latest/specs/). At its root: ``setup.sh``, which Gradescope
 runs once, with internet access, to build the image (Python, bubblewrap for the jail, the CPU build of torch
 and the grader's other imports); ``run_autograder``, which it runs for each submission in a fresh container;
-the source of the modules of ``attn_course`` and ``attn_course_tools`` that grading imports (`bundle_modules`:
+the source of the modules of the three packages that grading imports (`bundle_modules`:
 the checks and the library they call, the grader, the jail; not the widgets, plots, book or robustness
-tools); ``hidden.json`` if the instructor has hidden inputs; ``rules.toml`` if the course has rules (each
+tools), with the data files the checks read (chapter 9's committed seed study, chapter 12's attention maps);
+``hidden.json`` if the instructor has hidden inputs; ``rules.toml`` if the course has rules (each
 exercise's points, the due date, the late penalty: `attn_course_tools.grading.rules`); a README for the
 instructor.
 
@@ -44,7 +45,7 @@ import attn_course
 import attn_course_exercises as checks
 from attn_course_tools.grading import jail
 from attn_course_tools.grading.batch import Task, grade_many
-from attn_course_tools.grading.closure import GRADESCOPE, PACKAGES, archive_name, grading_modules
+from attn_course_tools.grading.closure import GRADESCOPE, PACKAGES, archive_name, grading_data, grading_modules
 from attn_course_tools.grading.gradebook import feedback_text
 from attn_course_tools.grading.judging import check_hidden
 from attn_course_tools.grading.pipeline import exercise_columns, read_all
@@ -258,9 +259,11 @@ def build_bundle(
 
 
 def _write_zip(out: Path, files: Mapping[str, tuple[str, int]]) -> Path:
-    """The zip: `files` ({name: (text, mode)}) at its root, then the source of `bundle_modules`."""
+    """The zip: `files` ({name: (text, mode)}) at its root, then the source of `bundle_modules` and their
+    packages' data files (`closure.grading_data`)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    sources = {archive_name(name, path): path for name, path in bundle_modules().items()}
+    modules = bundle_modules()
+    sources = {archive_name(name, path): path for name, path in modules.items()} | grading_data(modules)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, (text, mode) in files.items():
             _add(bundle, name, text.encode(), mode)

@@ -32,7 +32,7 @@ from grading_cases import LIMITS, Q1, Q2, Q3, ROOT, WRONG_Q1, defined, digest, n
 import attn_course_exercises as checks
 from attn_course_tools.cli import main
 from attn_course_tools.grading import gradescope, jail
-from attn_course_tools.grading.closure import archive_name
+from attn_course_tools.grading.closure import PACKAGE_DATA, archive_name, grading_data
 from attn_course_tools.grading.gradescope import build_bundle, bundle_modules
 from attn_course_tools.grading.records import ExerciseGrade, SubmissionGrade
 from attn_course_tools.grading.rules import Rules
@@ -124,6 +124,36 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+def test_the_package_data_the_zip_ships_is_the_package_data_an_install_has() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert {package: tuple(patterns) for package, patterns in declared.items()} == PACKAGE_DATA
+
+
+def test_every_exercises_cases_are_built_from_the_zip_alone(bundles: dict[str, Path], tmp_path: Path) -> None:
+    """What the checks read besides their modules (a committed study, stored attention maps) is in the zip:
+    with only the zip's source on the path, every exercise builds its cases."""
+    unzip(bundles["plain"], tmp_path / "source")
+    script = (
+        "import attn_course_exercises as checks, attn_course\n"
+        "assert attn_course.__file__.startswith(%r), attn_course.__file__\n"
+        "for exercise in checks.EXERCISES.values():\n"
+        "    assert exercise.cases(None), exercise.key\n"
+        "print(len(checks.EXERCISES))\n"
+    ) % str(tmp_path / "source")
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "source")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert int(run.stdout) == len(checks.EXERCISES)
+
+
 def mode(bundle: zipfile.ZipFile, name: str) -> int:
     return bundle.getinfo(name).external_attr >> 16
 
@@ -132,7 +162,7 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
     bundles: dict[str, Path],
 ) -> None:
     modules = bundle_modules()
-    sources = {archive_name(name, path): path for name, path in modules.items()}
+    sources = {archive_name(name, path): path for name, path in modules.items()} | grading_data(modules)
     with zipfile.ZipFile(bundles["plain"]) as bundle:
         names = bundle.namelist()
         modes = {name: mode(bundle, name) for name in names}
@@ -146,6 +176,8 @@ def test_the_zip_holds_the_scripts_at_its_root_and_the_source_grading_imports(
         "attn_course_tools/__init__.py",
         "attn_course_exercises/core.py",
         "attn_course/attention/masking.py",
+        "attn_course/course/results/dynamics_seeds.json",  # chapter 9's q3 hands the learner its runs
+        "attn_course_exercises/data/ch12_cross_attention.json",  # chapter 12's q2 reads these maps
     ):
         assert needed in names
     for unrelated in ("attn_course/view/", "attn_course_tools/publish/", "attn_course_tools/robustness.py"):
