@@ -44,9 +44,9 @@ _NOT_REMEMBERED = ("the grading sandbox failed", "total time limit", "changed wh
 
 def grader_version(roots: Mapping[str, Path] | None = None) -> str:
     """A digest of what judges a submission: the source of the modules judging imports (checks,
-    references, sandbox, judging; `closure.grading_modules`), the data files they read (`closure.grading_data`:
-    chapter 9's committed seed study, ...) and torch's version. roots: {package: folder}
-    to read the packages from (default: where Python imports them from)."""
+    references, sandbox, judging; `closure.grading_modules`), the data files they read
+    (`closure.grading_data`: chapter 9's committed seed study, ...) and torch's version. roots: {package:
+    folder} to read the packages from (default: where Python imports them from)."""
     digest = hashlib.sha256(f"{FORMAT} torch {torch.__version__}".encode())
     modules = grading_modules(JUDGE, roots)
     for name, path in (*modules.items(), *grading_data(modules).items()):

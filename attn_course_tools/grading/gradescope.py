@@ -45,7 +45,13 @@ import attn_course
 import attn_course_exercises as checks
 from attn_course_tools.grading import jail
 from attn_course_tools.grading.batch import Task, grade_many
-from attn_course_tools.grading.closure import GRADESCOPE, PACKAGES, archive_name, grading_data, grading_modules
+from attn_course_tools.grading.closure import (
+    GRADESCOPE,
+    PACKAGES,
+    archive_name,
+    grading_data,
+    grading_modules,
+)
 from attn_course_tools.grading.gradebook import feedback_text
 from attn_course_tools.grading.judging import check_hidden
 from attn_course_tools.grading.pipeline import exercise_columns, read_all

@@ -137,11 +137,11 @@ def test_every_exercises_cases_are_built_from_the_zip_alone(bundles: dict[str, P
     unzip(bundles["plain"], tmp_path / "source")
     script = (
         "import attn_course_exercises as checks, attn_course\n"
-        "assert attn_course.__file__.startswith(%r), attn_course.__file__\n"
+        f"assert attn_course.__file__.startswith({str(tmp_path / 'source')!r}), attn_course.__file__\n"
         "for exercise in checks.EXERCISES.values():\n"
         "    assert exercise.cases(None), exercise.key\n"
         "print(len(checks.EXERCISES))\n"
-    ) % str(tmp_path / "source")
+    )
     run = subprocess.run(
         [sys.executable, "-c", script],
         cwd=tmp_path,
