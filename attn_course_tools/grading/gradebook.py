@@ -17,6 +17,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -292,9 +293,34 @@ def make_sheet(
     return Sheet(tuple(columns), roster is not None, marking.rules if marking else None, canvas_column)
 
 
+#: How a cell starts that a spreadsheet reads as a formula: a student who names a folder
+#: ``=HYPERLINK("https://...")`` would otherwise put a live formula into the instructor's gradebook.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def as_text_cell(value: Any) -> Any:
+    """`value` as a spreadsheet shows it, never as a formula: text that starts as one does (or that would be
+    read back as such, "'=...") gets a ' before it, which spreadsheets show as text (OWASP's advice for CSV
+    injection); numbers, and text that reads as a number ("-1.5"), are left as they are. `from_text_cell`
+    undoes it."""
+    if not isinstance(value, str) or not value.lstrip("'").startswith(_FORMULA_STARTS):
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return "'" + value
+    return value if math.isfinite(number) else "'" + value
+
+
+def from_text_cell(cell: str) -> str:
+    """The value `as_text_cell` wrote as `cell`."""
+    quoted = cell.startswith("'") and cell.lstrip("'").startswith(_FORMULA_STARTS)
+    return cell[1:] if quoted else cell
+
+
 def _csv_text(lines: Iterable[Sequence[Any]], terminator: str = "\r\n") -> str:
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator=terminator).writerows(lines)
+    csv.writer(buffer, lineterminator=terminator).writerows([map(as_text_cell, line) for line in lines])
     return buffer.getvalue()
 
 
@@ -374,7 +400,7 @@ def _records(text: str) -> list[tuple[list[str], str]]:
 
     records = []
     for cells in csv.reader(lines()):
-        records.append((cells, "".join(pending)))
+        records.append(([from_text_cell(cell) for cell in cells], "".join(pending)))
         pending.clear()
     return records
 

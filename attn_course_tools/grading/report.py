@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import attn_course_exercises as checks
+from attn_course_tools.grading.gradebook import as_text_cell
 from attn_course_tools.grading.records import ExerciseGrade
 from attn_course_tools.grading.sections import section
 
@@ -296,5 +297,5 @@ def write_class_report(
     text = markdown(summaries, len(grades), seconds, None if figure is None else paths.figure.name)
     paths.markdown.write_text(text + "\n", encoding="utf-8")
     with paths.csv.open("w", newline="", encoding="utf-8") as f:
-        csv.writer(f).writerows(csv_rows(summaries))
+        csv.writer(f).writerows([map(as_text_cell, row) for row in csv_rows(summaries)])  # students' ids
     return paths

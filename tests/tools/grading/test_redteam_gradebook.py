@@ -11,6 +11,8 @@
   counted.
 - A student's feedback holds no local path (file names only) and no note for the instructor (what to check
   by hand, an integrity case, the paths of superseded files): those go to the gradebook's notes.
+- A student id that starts like a spreadsheet formula (=, +, -, @) is written as text (a ' before it) in the
+  gradebook, its notes and the class report, and read back as the id.
 
 The pipeline's tests grade with a stand-in for `batch.grade_many` that gives each notebook the points its
 metadata lists (no sandbox, so they are quick); one slow test grades for real.
@@ -389,3 +391,39 @@ def test_for_real_one_students_regrade_updates_only_their_row(
     assert [row[-1] for row in table(out)] == ["total", "3", "3"]
     feedback = (tmp_path / "grades_feedback" / "dan.md").read_text()
     assert "Counted: your attempt in `ex01_masked_softmax_v2.ipynb`; 2 of your files" in feedback
+
+
+# ------------------------------------------------------------------------------------------------
+# Formulas in the gradebook (CSV injection)
+
+FORMULAS = ["=1+1", '=HYPERLINK("http:", "click")', "@SUM(A1)", "+cmd", "-2+3", "'=quoted"]
+
+
+def test_no_cell_a_student_names_reaches_a_spreadsheet_as_a_formula(tmp_path: Path, graded: list) -> None:
+    """A student who names their folder like a formula gets a cell that a spreadsheet shows as text, in the
+    gradebook, its notes and the class report; `--only` still finds their row, and reading undoes it."""
+    root, out = tmp_path / "submissions", tmp_path / "grades.csv"
+    for name in FORMULAS:
+        hand_in(root / name, "ex01_first_try", **{"ch1.q1": 0, "ch1.q2": 1})
+        hand_in(root / name, "ex01_second_try", **{"ch1.q1": 1, "ch1.q2": 0})  # two files: a note each
+    assert main(["grade", str(root), "--out", str(out)]) == 0
+    written = [out, notes_path(out), *tmp_path.glob("grades_*.csv")]
+    for path in written:
+        for cells in table(path):
+            for cell in cells:
+                assert not cell.startswith(("=", "+", "@", "\t", "\r")), (path.name, cell)
+                assert not cell.startswith("-") or re.fullmatch(r"-[\d.]+", cell), (path.name, cell)
+    students = [cells[0] for cells in table(out)[1:]]
+    assert sorted(students) == sorted("'" + name for name in FORMULAS)
+    assert [row for row in table(notes_path(out)) if row[0] == "'=1+1"]
+    lines = out.read_bytes()
+    hand_in(root / "=1+1", "ex01_second_try", **{"ch1.q1": 1, "ch1.q2": 1, "ch1.q3": 1})
+    assert main(["grade", str(root / "=1+1"), "--out", str(out), "--only", "=1+1"]) == 0
+    after = out.read_bytes().split(b"\r\n")
+    changed = [line for line in after if line not in lines.split(b"\r\n")]
+    assert changed == [b"'=1+1,1,1,1,3"]
+    assert len(after) == len(lines.split(b"\r\n"))
+    assert [n for n in table(notes_path(out)) if n[0] == "'=1+1"]  # its notes rewritten, not doubled
+    assert len([n for n in table(notes_path(out)) if n[0] == "'=1+1"]) == len(
+        [n for n in table(notes_path(out)) if n[0] == "'+cmd"]
+    )
