@@ -401,6 +401,7 @@ aer_links_swapped = _aer_with(
 aer_rounded = _aer_with(
     "aer_rounded", ("return 1 - ", "return round(1 - "), (_DENOMINATOR, f"{_DENOMINATOR}, 2)")
 )
+aer_union_denominator = _aer_with("aer_union_denominator", (_DENOMINATOR, "len(predicted | sure)"))
 
 
 ALIGNMENT_ERROR_RATE = Exercise(
@@ -480,6 +481,12 @@ ALIGNMENT_ERROR_RATE = Exercise(
         Mistake(
             "The AER was rounded: return the exact fraction (round only when you print it).",
             wrong=aer_rounded,
+        ),
+        Mistake(
+            "The denominator is |A| + |S|, not |A ∪ S|: a link that is both predicted and sure counts twice "
+            "(once among the links predicted, once among those that must be found), as it does in the "
+            "numerator.",
+            wrong=aer_union_denominator,
         ),
     ],
     error_hints=[

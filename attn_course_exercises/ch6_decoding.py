@@ -450,6 +450,9 @@ beam_worst_first = _beam_step_with(
 beam_scores_last = _beam_step_with(
     "beam_scores_last", (_SPLIT, "return index // vocab_size, index % vocab_size, scores")
 )
+beam_flattened_token_major = _beam_step_with(
+    "beam_flattened_token_major", (f"({_SUM}).reshape", f"({_SUM}).transpose(1, 2).reshape")
+)
 
 
 def beam_best_token_per_beam(beam_scores, log_probs, beam_size):
@@ -529,6 +532,12 @@ BEAM_STEP = Exercise(
             "The three results are in the wrong order: return `(scores, beams, tokens)`, the new scores "
             "first.",
             wrong=beam_scores_last,
+        ),
+        Mistake(
+            "The candidates were flattened token by token (transposed to (token, beam) first), so position "
+            "c is no longer beam c // vocab_size: flatten the (beam, token) grid in its own order, "
+            "`.reshape(batch_size, -1)`, so that c = beam * vocab_size + token.",
+            wrong=beam_flattened_token_major,
         ),
     ],
     error_hints=[
