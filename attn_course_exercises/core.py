@@ -1275,10 +1275,11 @@ class Exercise:
             return self._result(NOT_ATTEMPTED, self._not_attempted_message(), 0, len(cases))
         called = self._delegation(attempts)
         if called is not None:
+            whose = "the course's own" if called.startswith("attn_course") else "the library function"
             return self._result(
                 FAILED,
-                f"Your `{self.name}` calls the course's own `{called}`: the exercise is to write it "
-                "yourself, without calling it (or a course function built on it).",
+                f"Your `{self.name}` calls {whose} `{called}`: the exercise is to write it "
+                "yourself, without calling it (or a function built on it).",
                 0,
                 len(cases),
             )

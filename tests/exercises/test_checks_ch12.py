@@ -871,6 +871,7 @@ def test_a_model_answer_that_reads_sacrebleus_counts_is_refused_by_name() -> Non
     (answer,) = [a for a in WRONG if a.label == "sacrebleu's BLEU read for its counts"]
     message = JUDGED.result(answer).message
     assert "sacrebleu.metrics.bleu.BLEU" in message and "write it yourself" in message
+    assert "the library function `sacrebleu" in message and "course's own" not in message  # not the course's
 
 
 # ---------------------------------------------------------------------------------------------------------
