@@ -56,8 +56,6 @@ from attn_course_exercises.ch11_self_attention import CAUSAL_MASK, MULTI_HEAD
 from attn_course_exercises.ch12_real_sentences import BLEU_STATISTICS, CROSSING_KINDS, CROSSINGS
 from attn_course_exercises.core import (  # noqa: F401 - re-exported; the grading sandbox uses resolve and is_learner_frame
     FAILED,
-    MAX_ELEMENTS,
-    MAX_ITEMS,
     NOT_ATTEMPTED,
     PASSED,
     Case,
@@ -65,12 +63,11 @@ from attn_course_exercises.core import (  # noqa: F401 - re-exported; the gradin
     ErrorHint,
     Exercise,
     Mistake,
-    compare,
     is_learner_frame,
     resolve,
-    sanitize,
     summarize_exception,
 )
+from attn_course_exercises.outputs import MAX_ELEMENTS, MAX_ITEMS, compare, sanitize  # noqa: F401 - re-exported
 
 # ----------------------------------------------------------------------------------------------------
 # Registry

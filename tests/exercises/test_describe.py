@@ -1,5 +1,5 @@
 """What a check says when no named mistake explains an answer: the kind of difference
-(`attn_course_exercises.core.describe_difference`), not only where the output differs.
+(`attn_course_exercises.describe.describe_difference`), not only where the output differs.
 
 Each kind is tested with a wrong answer written as a learner writes it, submitted to its exercise: the
 rejection must name no mistake (none of the exercise's hints starts it) and must say the kind. The
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import attn_course_exercises as checks
-from attn_course_exercises.core import describe_difference
+from attn_course_exercises.describe import describe_difference
 from attn_course_tools.grading import judging
 
 

@@ -1,7 +1,7 @@
 """A Parsons problem and a find-the-bug drill in a browser: the widgets in a real JupyterLab, and the static
 fallbacks the book shows.
 
-In JupyterLab (started as tests/library/view/test_browser.py starts it) a notebook shows chapter 6's beam
+In JupyterLab (the test's own, `chromium.Lab`) a notebook shows chapter 6's beam
 step as a Parsons problem and one of chapter 1's drills. The test clicks a distractor into the program and
 presses Check (the verdict names the distractor's mistake), removes it, clicks the model's lines in with the
 first one last and moves it to the top, presses Check and reads "Correct"; then it picks the drill's planted
@@ -14,7 +14,6 @@ Needs Debian's Chromium at /usr/bin/chromium and Playwright's Python package.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
@@ -31,15 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = chromium.ARTIFACTS / "test_practice_browser"
 WIDGET_TIMEOUT_MS = 180_000  # kernel start and the course's imports on a busy machine
 PROBLEM, CHAPTER, K = "ch6.q2", 1, 0
-
-
-def _lab_class():
-    """The JupyterLab server the explorer's browser test starts (one implementation for all of them)."""
-    path = ROOT / "tests" / "library" / "view" / "test_browser.py"
-    spec = importlib.util.spec_from_file_location("explorer_browser_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Lab
 
 
 def _notebook() -> nbformat.NotebookNode:
@@ -91,7 +81,7 @@ def test_in_jupyterlab_a_parsons_problem_is_clicked_into_order_and_a_drill_is_an
     nbformat.write(_notebook(), root / "practice.ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    lab = _lab_class()(root, home)
+    lab = chromium.Lab(root, home)
     try:
         lab.wait_until_ready()
         with chromium.sync_playwright() as playwright:
@@ -99,12 +89,7 @@ def test_in_jupyterlab_a_parsons_problem_is_clicked_into_order_and_a_drill_is_an
             page = browser.new_page(viewport={"width": 1300, "height": 1400})
             try:
                 page.goto(lab.url("practice.ipynb"))
-                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(
-                    timeout=WIDGET_TIMEOUT_MS
-                )
-                page.locator(".jp-Notebook").first.click()
-                page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-                page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+                chromium.run_all(page, WIDGET_TIMEOUT_MS)
                 page.locator(".jp-OutputArea-output .attn-drill").wait_for(timeout=WIDGET_TIMEOUT_MS)
                 # JupyterLab ranks the widgets above the HTML: no static <details> is shown
                 assert page.locator(".jp-OutputArea-output details").count() == 0

@@ -1,6 +1,6 @@
 """A predict-then-see question in a browser: the widget in a real JupyterLab, and the <details> in the book.
 
-In JupyterLab (started as tests/library/view/test_browser.py starts it) a one-cell notebook asks chapter 1's
+In JupyterLab (the test's own, `chromium.Lab`) a one-cell notebook asks chapter 1's
 first question; the test picks an option, clicks Check and sees the verdict and every option's explanation
 appear, and that JupyterLab showed the widget, not the static fallback. For the book, Sphinx builds a
 one-notebook course with the course's own book/conf.py; its page must show the question's <details>, not
@@ -13,7 +13,6 @@ Needs Debian's Chromium at /usr/bin/chromium and Playwright's Python package.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
 from pathlib import Path
@@ -31,15 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = chromium.ARTIFACTS / "test_predict_browser"
 WIDGET_TIMEOUT_MS = 180_000  # kernel start and the course's imports on a busy machine
 KEY = "ch1.p1"
-
-
-def _lab_class():
-    """The JupyterLab server the explorer's browser test starts (one implementation for both tests)."""
-    path = ROOT / "tests" / "library" / "view" / "test_browser.py"
-    spec = importlib.util.spec_from_file_location("explorer_browser_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Lab
 
 
 def _plain(text: str) -> str:
@@ -63,7 +53,7 @@ def test_in_jupyterlab_check_shows_the_verdict_and_every_explanation(tmp_path, c
     nbformat.write(_notebook([nbformat.v4.new_code_cell(source)]), root / "question.ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    lab = _lab_class()(root, home)
+    lab = chromium.Lab(root, home)
     try:
         lab.wait_until_ready()
         with chromium.sync_playwright() as playwright:
@@ -71,12 +61,7 @@ def test_in_jupyterlab_check_shows_the_verdict_and_every_explanation(tmp_path, c
             page = browser.new_page(viewport={"width": 1200, "height": 1000})
             try:
                 page.goto(lab.url("question.ipynb"))
-                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(
-                    timeout=WIDGET_TIMEOUT_MS
-                )
-                page.locator(".jp-Notebook").first.click()
-                page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-                page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+                chromium.run_all(page, WIDGET_TIMEOUT_MS)
                 widget = page.locator(".jp-OutputArea-output .widget-vbox.attn-predict")
                 widget.wait_for(timeout=WIDGET_TIMEOUT_MS)
                 # JupyterLab ranks the widget above the HTML: the static <details> is not shown

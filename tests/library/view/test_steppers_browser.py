@@ -15,7 +15,6 @@ Needs Debian's Chromium at /usr/bin/chromium and Playwright's Python package.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from pathlib import Path
@@ -59,15 +58,6 @@ NOTEBOOK_CELLS = [
     '    json.dump({"words": words, "weights": rows, "valid_len": len(ids), "beam": beam}, f)\n'
     'import os; os.replace("expected.json.part", "expected.json")',
 ]
-
-
-def _lab_class():
-    """The JupyterLab server the explorer's browser test starts (one implementation for the browser tests)."""
-    path = ROOT / "tests" / "library" / "view" / "test_browser.py"
-    spec = importlib.util.spec_from_file_location("explorer_browser_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Lab
 
 
 def _shown(page) -> dict:
@@ -140,7 +130,7 @@ def test_next_moves_each_stepper_one_step_showing_the_packages_values(tmp_path, 
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, root / "stepper.ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    lab = _lab_class()(root, home)
+    lab = chromium.Lab(root, home)
     try:
         lab.wait_until_ready()
         timings["server start"] = time.perf_counter() - start
@@ -150,12 +140,7 @@ def test_next_moves_each_stepper_one_step_showing_the_packages_values(tmp_path, 
             try:
                 page.goto(lab.url("stepper.ipynb"))
                 # Run All only once the kernel is up: JupyterLab drops a run request sent while it starts.
-                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(
-                    timeout=WIDGET_TIMEOUT_MS
-                )
-                page.locator(".jp-Notebook").first.click()
-                page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-                page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
+                chromium.run_all(page, WIDGET_TIMEOUT_MS)
                 page.locator(".attn-beam-stepper[data-step='0']").wait_for(timeout=WIDGET_TIMEOUT_MS)
                 expected = _wait_for_file(root / "expected.json", WIDGET_TIMEOUT_MS / 1000)
                 timings["run all cells"] = time.perf_counter() - start
