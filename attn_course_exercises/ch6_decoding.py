@@ -397,12 +397,10 @@ def _beam_case(spec: dict[str, Any]) -> Case:
 
 
 def _beam_step(inputs: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One beam-search step as attn_course.models.decoding's beam search takes it (inside its loop): the
-    beam_size best continuations of each sentence over all its beams and tokens, best first."""
-    scores, log_probs, k = inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"]
-    b, _, v = log_probs.shape
-    top, index = (scores[:, :, None] + log_probs).reshape(b, -1).topk(k, dim=-1)
-    return top, index // v, index % v
+    """The package's beam-search step (the one attn_course.models.decoding's beam search takes inside its
+    loop, with 2K candidates there): the beam_size best continuations of each sentence, best first."""
+    candidates = resolve("attn_course.models.decoding.beam_candidates")
+    return candidates(inputs["beam_scores"], inputs["log_probs"], inputs["beam_size"])
 
 
 _BEAM_STEP_SOLUTION = '''
@@ -547,6 +545,7 @@ BEAM_STEP = Exercise(
             "`.reshape(batch_size, -1)` first.",
         ),
     ],
+    package=["attn_course.models.decoding.beam_candidates", "attn_course.models.decoding.beam_search"],
 )
 
 

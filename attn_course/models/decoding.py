@@ -30,7 +30,15 @@ from torch.nn import functional as F
 from attn_course.attention import fast
 from attn_course.models.modes import eval_mode
 from attn_course.models.seq2seq import Seq2Seq
-from attn_course.validation import check_int, check_positive_int, check_tensor, check_tokens, check_valid_lens
+from attn_course.validation import (
+    check_floating,
+    check_int,
+    check_positive_int,
+    check_shape,
+    check_tensor,
+    check_tokens,
+    check_valid_lens,
+)
 
 LENGTH_NORMS = ("power", "gnmt")
 
@@ -305,6 +313,35 @@ class BeamStep(NamedTuple):
     penalty: float
 
 
+def beam_candidates(beam_scores: Tensor, log_probs: Tensor, num: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One step of beam search: every live beam extended by every token, and the `num` best continuations
+    of each sentence over all its beams and tokens together, best first.
+
+    beam_scores: (batch_size, beam_size), log P of each prefix (-inf for a beam not in use);
+    log_probs: (batch_size, beam_size, vocab_size), log p(next token | prefix) of each beam.
+    Returns (scores, beams, tokens), each (batch_size, num): a continuation's score is its prefix's log P
+    plus its token's log-probability; it extends beam `beams` with token `tokens` (position c of a
+    sentence's beam_size * vocab_size candidates is beam c // vocab_size, token c % vocab_size).
+    `beam_search` takes num = 2 * beam_size (so that beam_size remain when some end in <eos>).
+    """
+    check_shape("beam_scores", check_floating("beam_scores", beam_scores), {"batch_size": None,
+                                                                            "beam_size": None})
+    batch_size, beam_size = beam_scores.shape
+    check_shape("log_probs", check_floating("log_probs", log_probs),
+                {"batch_size": batch_size, "beam_size": beam_size, "vocab_size": None})
+    vocab_size = log_probs.shape[-1]
+    check_int("num", num, low=1, high=beam_size * vocab_size, high_name="beam_size * vocab_size")
+    return _beam_candidates(beam_scores, log_probs, num)
+
+
+def _beam_candidates(beam_scores: Tensor, log_probs: Tensor, num: int) -> tuple[Tensor, Tensor, Tensor]:
+    """beam_candidates on checked arguments (beam search's loop calls it at every step)."""
+    batch_size, beam_size, vocab_size = log_probs.shape
+    candidates = (beam_scores[:, :, None] + log_probs).reshape(batch_size, beam_size * vocab_size)
+    scores, index = candidates.topk(num, dim=-1)
+    return scores, index // vocab_size, index % vocab_size
+
+
 def best_candidate(candidates: Sequence[Candidate]) -> Candidate:
     """The candidate beam search returns: the best log P / lp(L) (the first of equals)."""
     return max(candidates, key=lambda c: c.normalised)
@@ -379,9 +416,9 @@ def _beam_steps(model: Seq2Seq, src: Tensor, src_valid_lens: Tensor, bos: int, e
         logits, state, step_weights = model.decoder.step(y, beams.state)
         n, penalty = len(beams.sentences), length_penalty(t + 1, alpha, norm)
         log_probs = F.log_softmax(logits.float(), dim=-1).double()
-        candidates = (beams.scores.view(-1, 1) + log_probs).view(n, K * vocab_size)
-        top_scores, top_index = candidates.topk(num_candidates, dim=-1)          # (n, 2K), best first
-        top_beam, top_token = top_index // vocab_size, top_index % vocab_size
+        top_scores, top_beam, top_token = _beam_candidates(  # (n, 2K) each, best first
+            beams.scores, log_probs.view(n, K, vocab_size), num_candidates
+        )
         rows = torch.arange(n, device=device)[:, None] * K + top_beam             # source rows (n, 2K)
         if has_attention:
             step_weights = step_weights.float()

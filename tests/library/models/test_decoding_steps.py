@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_course.models.decoding import beam_search, beam_steps, best_candidate, greedy_decode, greedy_steps
+from attn_course.models.decoding import (
+    beam_candidates,
+    beam_search,
+    beam_steps,
+    best_candidate,
+    greedy_decode,
+    greedy_steps,
+)
 from attn_course.models.seq2seq import build_model
 
 BOS, EOS = 1, 2
@@ -113,3 +120,31 @@ def test_the_model_is_in_eval_mode_while_stepping_and_back_in_training_after(sea
     assert model.training
     list(search(model, src, lens, bos=BOS, eos=EOS, max_len=3))
     assert model.training
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_beam_candidates_are_the_best_continuations_over_every_beam_and_token(seed):
+    gen = torch.Generator().manual_seed(seed)
+    B, K, V = 3, 4, 6
+    scores = -torch.rand(B, K, generator=gen, dtype=torch.float64) * 5
+    scores[0, 1:] = -torch.inf                                          # a first step: one live beam
+    log_probs = torch.log_softmax(torch.randn(B, K, V, generator=gen, dtype=torch.float64), -1)
+    top, beams, tokens = beam_candidates(scores, log_probs, 2 * K)
+    for b in range(B):
+        every = sorted(((scores[b, k] + log_probs[b, k, v]).item(), k, v) for k in range(K) for v in range(V))
+        best = every[::-1][: 2 * K]
+        assert top[b].tolist() == [s for s, _, _ in best]
+        found = [(s, int(k), int(v)) for s, k, v in zip(top[b].tolist(), beams[b], tokens[b], strict=True)]
+        assert [f for f in found if f[0] > -torch.inf] == [c for c in best if c[0] > -torch.inf]  # ties: -inf
+
+
+def test_beam_candidates_name_the_argument_and_the_shape_they_expected():
+    scores, log_probs = torch.zeros(2, 3), torch.zeros(2, 3, 5)
+    with pytest.raises(ValueError, match=r"log_probs has shape \(2, 2, 5\), expected \(batch_size, beam"):
+        beam_candidates(scores, log_probs[:, :2], 4)
+    with pytest.raises(ValueError, match=r"beam_scores has shape \(3,\)"):
+        beam_candidates(scores[0], log_probs, 4)
+    with pytest.raises(ValueError, match=r"num must be an int in \[1, beam_size \* vocab_size\] = \[1, 15"):
+        beam_candidates(scores, log_probs, 16)
+    with pytest.raises(ValueError, match="beam_scores must be a floating-point tensor"):
+        beam_candidates(scores.long(), log_probs, 4)
